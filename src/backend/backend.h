@@ -1,0 +1,58 @@
+// Backend: a device with its op table, allocator, streams and copies. Chosen by name at run time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backend/ops.h"
+#include "core/buffer.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace ft {
+
+// An ordered queue of work on one device. Ops enqueue; synchronize() waits for all of it.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Device device() const = 0;
+  virtual Status synchronize() = 0;
+};
+
+// Host work runs synchronously on the caller's thread and, for data-parallel loops, a thread pool.
+class HostStream final : public Stream {
+ public:
+  explicit HostStream(ThreadPool* pool) : pool_(pool) {}
+  Device device() const override { return kCpuDevice; }
+  Status synchronize() override { return ok_status(); }
+  ThreadPool* pool() const { return pool_; }
+
+ private:
+  ThreadPool* pool_;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual Device device() const = 0;
+  virtual const OpTable& ops() const = 0;
+  virtual Stream& stream() = 0;
+  // Device memory, zero-filled.
+  virtual Result<std::shared_ptr<Buffer>> allocate(size_t bytes) = 0;
+  // Copies between host and device or within one (same dtype and shape, both contiguous), on stream().
+  virtual Status copy(const Tensor& src, const Tensor& dst) = 0;
+  // A contiguous tensor in this backend's memory.
+  Result<Tensor> empty(DType dtype, std::initializer_list<int64_t> shape);
+};
+
+struct BackendOptions {
+  int n_threads = 0;  // host threads, 0 = one per core
+  int device_index = 0;
+};
+
+// "ref", "cpu" or "cuda".
+Result<std::unique_ptr<Backend>> create_backend(std::string_view name, const BackendOptions& options = {});
+
+}  // namespace ft

@@ -1,0 +1,117 @@
+// The op table: every op has one name and one signature in every backend (ref, cpu, cuda).
+//
+// Contract for every op: takes views, writes into `out` (a view the caller allocated), never
+// allocates, returns Status (kUnsupported when the backend cannot run these dtypes/shapes, with
+// supports() saying so beforehand), and runs on `stream`. Inputs have contiguous innermost rows;
+// outer dims may be strided. Activations are f32 (CPU) or bf16/f32 (CUDA); weights keep their
+// checkpoint dtype. Every reduction accumulates in fp32 or wider.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "freetoken/status.h"
+
+namespace ft {
+
+class Stream;
+
+enum class Op {
+  kEmbedding,
+  kMatmul,
+  kRmsNorm,
+  kRope,
+  kSwiglu,
+  kSoftmax,
+  kAdd,
+  kConvert,
+  kKvStore,
+  kAttention,
+  kMoeRoute,
+  kMoeExperts,
+};
+const char* op_name(Op op);
+
+struct RmsNormParams {
+  float eps = 1e-6f;
+  // false: out = x / rms(x) * w.  true (zero-centred): out = x / rms(x) * (1 + w), 1 + w formed in fp32.
+  bool zero_centered = false;
+};
+
+struct RopeParams {
+  int64_t rot_dim = 0;        // leading dims of each head that rotate (partial rotary); the rest pass through
+  bool interleaved = false;   // false: rotate-half pairs (i, i + rot_dim/2); true: pairs (2i, 2i+1)
+  float attention_factor = 1.0f;  // cos and sin are multiplied by this (YaRN mscale)
+};
+
+// Paged KV layout: cache [n_pages, page_size, n_kv_head, head_dim]; a token at position p of a
+// sequence lives in page page_table[s][p / page_size], row p % page_size.
+struct PagedAttentionMeta {
+  Tensor q_start;     // [n_seq + 1] i32: first row of each sequence in q (q_start[n_seq] = n_tokens)
+  Tensor kv_len;      // [n_seq] i32: tokens cached for the sequence once this batch's keys are stored
+  Tensor page_table;  // [n_seq, max_pages] i32
+  int64_t n_seq = 0;
+  int64_t page_size = 0;
+};
+
+struct AttentionParams {
+  float scale = 1.0f;  // applied to q.k
+  int64_t window = 0;  // sliding window: a query at position p sees keys in (p - window, p]; 0 = unlimited
+  Tensor sinks;        // optional [n_head] f32/bf16: a per-head logit that joins the softmax denominator
+};
+
+enum class RouterScoring { kSoftmax, kSigmoid };
+
+struct MoeRouteParams {
+  RouterScoring scoring = RouterScoring::kSoftmax;
+  int64_t n_expert_used = 1;  // k
+  int64_t n_group = 1;        // grouped top-k (DeepSeek): experts split into n_group groups ...
+  int64_t topk_group = 1;     // ... of which the topk_group best (sum of each group's top-2 biased scores) compete
+  bool norm_topk = false;     // renormalise the k weights to sum 1
+  float scale = 1.0f;         // routed_scaling_factor applied to the final weights
+};
+
+struct OpTable {
+  const char* name;
+  bool (*supports)(Op op, DType act, DType weight);
+
+  // out[i, :] = table[ids[i], :].  table [n_rows, d] any float; ids [n] i32; out [n, d] act.
+  Status (*embedding)(const Tensor& table, const Tensor& ids, const Tensor& out, Stream& s);
+  // out = x @ w^T (+ bias).  x [n, k] act; w [m, k]; bias [m] or undefined; out [n, m] act.
+  Status (*matmul)(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out, Stream& s);
+  // Normalises each innermost row.  x [..., d] act; w [d]; out like x (may alias x).
+  Status (*rms_norm)(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNormParams& p, Stream& s);
+  // x [n, n_head, head_dim] act; positions [n] i32; inv_freq [rot_dim / 2] f32; out like x (may alias).
+  // angle = f32(position) * inv_freq in f32 (as transformers forms it), then cos and sin.
+  Status (*rope)(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const Tensor& out,
+                 const RopeParams& p, Stream& s);
+  // out = silu(gate) * up.  gate, up, out [n, i] act (gate/up may be column slices of one tensor).
+  Status (*swiglu)(const Tensor& gate, const Tensor& up, const Tensor& out, Stream& s);
+  // Row softmax.  x, out [n, m] (may alias).
+  Status (*softmax)(const Tensor& x, const Tensor& out, Stream& s);
+  // out = a + b, same shapes (may alias).
+  Status (*add)(const Tensor& a, const Tensor& b, const Tensor& out, Stream& s);
+  // out = x converted to out's dtype, same shapes.
+  Status (*convert)(const Tensor& x, const Tensor& out, Stream& s);
+  // Stores this batch's keys and values: k [n, n_kv, hd_k], v [n, n_kv, hd_v]; slots [n] i32 (page * page_size
+  // + row); k_cache [n_pages, page_size, n_kv, hd_k], v_cache [n_pages, page_size, n_kv, hd_v].
+  Status (*kv_store)(const Tensor& k, const Tensor& v, const Tensor& slots, const Tensor& k_cache,
+                     const Tensor& v_cache, Stream& s);
+  // Causal GQA attention over the paged cache (prefill and decode alike). q [n, n_head, hd_k];
+  // out [n, n_head, hd_v]; head h reads kv head h / (n_head / n_kv). Query row i of sequence s sits at
+  // position kv_len[s] - (q_start[s+1] - q_start[s]) + (i - q_start[s]).
+  Status (*attention)(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const PagedAttentionMeta& meta, const Tensor& out, const AttentionParams& p, Stream& s);
+  // Top-k expert choice.  logits [n, n_expert]; bias [n_expert] f32 or undefined (selection only);
+  // ids [n, k] i32; weights [n, k] f32.
+  Status (*moe_route)(const Tensor& logits, const Tensor& bias, const Tensor& ids, const Tensor& weights,
+                      const MoeRouteParams& p, Stream& s);
+  // out[t] = sum_j weights[t, j] * down[e] @ (silu(gate[e] @ x[t]) * (up[e] @ x[t])), e = ids[t, j].
+  // x [n, d] act; ids, weights [n, k]; gate_up [n_expert, 2 * inter, d] (gate rows, then up rows);
+  // down [n_expert, d, inter]; out [n, d] act; workspace bytes from moe_workspace_bytes.
+  Status (*moe_experts)(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                        const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
+  size_t (*moe_workspace_bytes)(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter);
+};
+
+}  // namespace ft
