@@ -1,0 +1,108 @@
+// Reference MoE routing (softmax/sigmoid, correction bias, grouped top-k) and expert FFN.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "backend/ref/ref_access.h"
+#include "backend/ref/ref_ops.h"
+
+namespace ft::ref {
+namespace {
+
+// Indices of the k largest values, largest first; ties go to the lower index.
+std::vector<int64_t> top_k(const std::vector<double>& v, int64_t k) {
+  std::vector<int64_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return v[a] > v[b]; });
+  idx.resize(static_cast<size_t>(k));
+  return idx;
+}
+
+}  // namespace
+
+Status moe_route(const Tensor& logits, const Tensor& bias, const Tensor& ids, const Tensor& weights,
+                 const MoeRouteParams& p, Stream&) {
+  const int64_t n = logits.dim(0), n_expert = logits.dim(1), k = p.n_expert_used;
+  if (k < 1 || k > n_expert || ids.dim(1) != k || weights.dim(1) != k || p.n_group < 1 ||
+      n_expert % p.n_group || p.topk_group > p.n_group)
+    return invalid_argument("moe_route: bad parameters");
+  const int64_t per_group = n_expert / p.n_group;
+  std::vector<double> score(static_cast<size_t>(n_expert)), choice(static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < n; ++t) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t e = 0; e < n_expert; ++e) mx = std::max(mx, score[e] = get(logits, t, e));
+    for (int64_t e = 0; e < n_expert; ++e) {
+      if (p.scoring == RouterScoring::kSoftmax) sum += (score[e] = std::exp(score[e] - mx));
+      else score[e] = 1.0 / (1.0 + std::exp(-score[e]));
+    }
+    for (int64_t e = 0; e < n_expert; ++e) {
+      if (p.scoring == RouterScoring::kSoftmax) score[e] /= sum;
+      choice[e] = score[e] + (bias.defined() ? get(bias, e) : 0.0);
+    }
+    if (p.n_group > 1) {
+      std::vector<double> group_score(static_cast<size_t>(p.n_group));
+      for (int64_t g = 0; g < p.n_group; ++g) {
+        std::vector<double> members(choice.begin() + g * per_group, choice.begin() + (g + 1) * per_group);
+        auto best = top_k(members, std::min<int64_t>(2, per_group));
+        for (int64_t b : best) group_score[g] += members[b];
+      }
+      auto keep = top_k(group_score, p.topk_group);
+      for (int64_t g = 0; g < p.n_group; ++g)
+        if (std::find(keep.begin(), keep.end(), g) == keep.end())
+          for (int64_t e = g * per_group; e < (g + 1) * per_group; ++e) choice[e] = 0.0;  // as transformers
+    }
+    auto chosen = top_k(choice, k);
+    double wsum = 0;
+    for (int64_t j = 0; j < k; ++j) wsum += score[chosen[j]];
+    if (p.scoring == RouterScoring::kSigmoid) wsum += 1e-20;
+    for (int64_t j = 0; j < k; ++j) {
+      double w = score[chosen[j]];
+      if (p.norm_topk) w /= wsum;
+      set(ids, static_cast<double>(chosen[j]), t, j);
+      set(weights, w * p.scale, t, j);
+    }
+  }
+  return ok_status();
+}
+
+size_t moe_workspace_bytes(int64_t, int64_t, int64_t d, int64_t inter) {
+  return static_cast<size_t>(inter + d) * sizeof(double);
+}
+
+Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                   const Tensor& down, const Tensor& out, const Tensor& workspace, Stream&) {
+  const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0);
+  const int64_t inter = down.dim(2);
+  if (gate_up.dim(1) != 2 * inter || gate_up.dim(2) != d || down.dim(1) != d)
+    return invalid_argument("moe_experts: gate_up " + gate_up.shape_string() + " down " + down.shape_string());
+  if (workspace.nbytes() < moe_workspace_bytes(n, k, d, inter)) return invalid_argument("moe_experts: workspace");
+  double* h = workspace.ptr<double>();
+  double* acc = h + inter;
+  for (int64_t t = 0; t < n; ++t) {
+    std::fill(acc, acc + d, 0.0);
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = get_int(ids, t, j);
+      if (e < 0 || e >= n_expert) return invalid_argument("moe_experts: expert id out of range");
+      const double w = get(weights, t, j);
+      for (int64_t i = 0; i < inter; ++i) {
+        double g = 0, u = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          const double xc = get(x, t, c);
+          g += get(gate_up, e, i, c) * xc;
+          u += get(gate_up, e, inter + i, c) * xc;
+        }
+        h[i] = g / (1.0 + std::exp(-g)) * u;
+      }
+      for (int64_t r = 0; r < d; ++r) {
+        double y = 0;
+        for (int64_t i = 0; i < inter; ++i) y += get(down, e, r, i) * h[i];
+        acc[r] += w * y;
+      }
+    }
+    for (int64_t r = 0; r < d; ++r) set(out, acc[r], t, r);
+  }
+  return ok_status();
+}
+
+}  // namespace ft::ref

@@ -1,0 +1,35 @@
+// Reference rotary position embedding (rotate-half and interleaved, partial rotary).
+#include <cmath>
+
+#include "backend/ref/ref_access.h"
+#include "backend/ref/ref_ops.h"
+
+namespace ft::ref {
+
+Status rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const Tensor& out,
+            const RopeParams& p, Stream&) {
+  const int64_t n = x.dim(0), heads = x.dim(1), hd = x.dim(2), half = p.rot_dim / 2;
+  if (p.rot_dim % 2 || p.rot_dim > hd || inv_freq.numel() < half || !same_shape(x, out))
+    return invalid_argument("rope: rot_dim " + std::to_string(p.rot_dim) + " for " + x.shape_string());
+  for (int64_t t = 0; t < n; ++t) {
+    const float pos = static_cast<float>(get_int(positions, t));
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < half; ++i) {
+        // The angle is a float32 product, as transformers forms it.
+        const float angle = pos * static_cast<float>(get(inv_freq, i));
+        const double c = std::cos(static_cast<double>(angle)) * p.attention_factor;
+        const double s = std::sin(static_cast<double>(angle)) * p.attention_factor;
+        const int64_t i1 = p.interleaved ? 2 * i : i;
+        const int64_t i2 = p.interleaved ? 2 * i + 1 : i + half;
+        const double x1 = get(x, t, h, i1), x2 = get(x, t, h, i2);
+        set(out, x1 * c - x2 * s, t, h, i1);
+        set(out, x2 * c + x1 * s, t, h, i2);
+      }
+      if (x.data() != out.data() || x.stride != out.stride)
+        for (int64_t i = p.rot_dim; i < hd; ++i) set(out, get(x, t, h, i), t, h, i);
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace ft::ref

@@ -1,0 +1,30 @@
+// The reference op table.
+#include "backend/ref/ref_ops.h"
+
+namespace ft {
+namespace {
+bool ref_supports(Op, DType act, DType weight) { return dtype_is_float(act) && dtype_is_float(weight); }
+}  // namespace
+
+const OpTable& ref_op_table() {
+  static const OpTable table{
+      .name = "ref",
+      .supports = ref_supports,
+      .embedding = ref::embedding,
+      .matmul = ref::matmul,
+      .rms_norm = ref::rms_norm,
+      .rope = ref::rope,
+      .swiglu = ref::swiglu,
+      .softmax = ref::softmax,
+      .add = ref::add,
+      .convert = ref::convert,
+      .kv_store = ref::kv_store,
+      .attention = ref::attention,
+      .moe_route = ref::moe_route,
+      .moe_experts = ref::moe_experts,
+      .moe_workspace_bytes = ref::moe_workspace_bytes,
+  };
+  return table;
+}
+
+}  // namespace ft
