@@ -1,0 +1,37 @@
+// The CPU op table and what it supports: f32 activations with f32 or bf16 weights.
+#include "backend/cpu/cpu_ops.h"
+
+#include "backend/cpu/common.h"
+
+namespace ft {
+namespace cpu {
+
+bool supports(Op op, DType act, DType weight) {
+  if (op == Op::kConvert) return is_f32_or_bf16(act) && is_f32_or_bf16(weight);
+  return act == DType::kF32 && is_f32_or_bf16(weight);
+}
+
+}  // namespace cpu
+
+const OpTable& cpu_op_table() {
+  static const OpTable table{
+      "cpu",
+      &cpu::supports,
+      &cpu::embedding,
+      &cpu::matmul,
+      &cpu::rms_norm,
+      &cpu::rope,
+      &cpu::swiglu,
+      &cpu::softmax,
+      &cpu::add,
+      &cpu::convert,
+      &cpu::kv_store,
+      &cpu::attention,
+      &cpu::moe_route,
+      &cpu::moe_experts,
+      &cpu::moe_workspace_bytes,
+  };
+  return table;
+}
+
+}  // namespace ft

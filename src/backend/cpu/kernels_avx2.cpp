@@ -1,0 +1,39 @@
+// The AVX2 + FMA kernel table: 8 floats per vector; bf16 widened with vpmovzxwd + vpslld.
+#include <immintrin.h>
+
+#include "backend/cpu/kernels_body.h"
+
+namespace ft::cpu {
+namespace {
+
+struct Avx2 {
+  using V = __m256;
+  static constexpr int kW = 8;
+  static constexpr bool kHasBf16Store = false;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float f) { return _mm256_set1_ps(f); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static float sum(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+}  // namespace
+
+const CpuKernels& avx2_kernels() {
+  static const CpuKernels k = make_kernels<Avx2>();
+  return k;
+}
+
+}  // namespace ft::cpu

@@ -1,0 +1,167 @@
+// The inner loops of kernels.h written once over a SIMD traits type S; each kernels_*.cpp instantiates them.
+//
+// S provides: V (a vector of S::kW floats), zero(), set1(f), load(const float*), load(const uint16_t*) (bf16
+// widened exactly by a 16-bit shift), store(float*, V), fma(a, b, c) = a * b + c, mul, add, sum(V) (fp32),
+// and kHasBf16Store with store_bf16(uint16_t*, V) (round to nearest even) when the level narrows in vectors.
+// Include this header only from one .cpp per level, after defining S in an anonymous namespace. Everything here
+// has internal linkage so that no function compiled for one level is linked into another level's callers.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+
+namespace ft::cpu {
+namespace {
+
+float widen(float v) { return v; }
+float widen(uint16_t v) {
+  const uint32_t u = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// f32 -> bf16, round to nearest even, NaN stays NaN (as core/dtype.h).
+uint16_t narrow_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// The last n < S::kW elements of a row, zero padded.
+template <class S, class T>
+typename S::V load_tail(const T* p, int64_t n) {
+  alignas(64) T tmp[S::kW] = {};
+  std::memcpy(tmp, p, static_cast<size_t>(n) * sizeof(T));
+  return S::load(tmp);
+}
+
+template <class S, class W, int NX, int NW>
+void dot_tile_fixed(const float* const* xs, const W* w, int64_t ws, int64_t k, float* out) {
+  using V = typename S::V;
+  V acc[NX][NW];
+  for (int i = 0; i < NX; ++i)
+    for (int j = 0; j < NW; ++j) acc[i][j] = S::zero();
+  int64_t t = 0;
+  for (; t + S::kW <= k; t += S::kW) {
+    V wv[NW];
+    for (int j = 0; j < NW; ++j) wv[j] = S::load(w + j * ws + t);
+    for (int i = 0; i < NX; ++i) {
+      const V xv = S::load(xs[i] + t);
+      for (int j = 0; j < NW; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (t < k) {
+    V wv[NW];
+    for (int j = 0; j < NW; ++j) wv[j] = load_tail<S>(w + j * ws + t, k - t);
+    for (int i = 0; i < NX; ++i) {
+      const V xv = load_tail<S>(xs[i] + t, k - t);
+      for (int j = 0; j < NW; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < NX; ++i)
+    for (int j = 0; j < NW; ++j) out[i * kTileW + j] = S::sum(acc[i][j]);
+}
+
+template <class S, class W, int NX>
+void dot_tile_nx(const float* const* xs, const W* w, int64_t ws, int nw, int64_t k, float* out) {
+  switch (nw) {
+    case 1: return dot_tile_fixed<S, W, NX, 1>(xs, w, ws, k, out);
+    case 2: return dot_tile_fixed<S, W, NX, 2>(xs, w, ws, k, out);
+    case 3: return dot_tile_fixed<S, W, NX, 3>(xs, w, ws, k, out);
+    default: return dot_tile_fixed<S, W, NX, 4>(xs, w, ws, k, out);
+  }
+}
+
+template <class S, class W>
+void dot_tile(const float* const* xs, int nx, const W* w, int64_t ws, int nw, int64_t k, float* out) {
+  switch (nx) {
+    case 1: return dot_tile_nx<S, W, 1>(xs, w, ws, nw, k, out);
+    case 2: return dot_tile_nx<S, W, 2>(xs, w, ws, nw, k, out);
+    case 3: return dot_tile_nx<S, W, 3>(xs, w, ws, nw, k, out);
+    default: return dot_tile_nx<S, W, 4>(xs, w, ws, nw, k, out);
+  }
+}
+
+template <class S, class W>
+void axpy(float a, const W* x, float* y, int64_t n) {
+  const typename S::V av = S::set1(a);
+  int64_t t = 0;
+  for (; t + S::kW <= n; t += S::kW) S::store(y + t, S::fma(av, S::load(x + t), S::load(y + t)));
+  for (; t < n; ++t) y[t] += a * widen(x[t]);
+}
+
+template <class S>
+float sum_squares(const float* x, int64_t n) {
+  typename S::V acc0 = S::zero(), acc1 = S::zero();
+  int64_t t = 0;
+  for (; t + 2 * S::kW <= n; t += 2 * S::kW) {
+    const typename S::V a = S::load(x + t), b = S::load(x + t + S::kW);
+    acc0 = S::fma(a, a, acc0);
+    acc1 = S::fma(b, b, acc1);
+  }
+  for (; t + S::kW <= n; t += S::kW) {
+    const typename S::V a = S::load(x + t);
+    acc0 = S::fma(a, a, acc0);
+  }
+  if (t < n) {
+    const typename S::V a = load_tail<S>(x + t, n - t);
+    acc1 = S::fma(a, a, acc1);
+  }
+  return S::sum(S::add(acc0, acc1));
+}
+
+template <class S, class W>
+void scale_mul(const float* x, float s, const W* w, bool zero_centered, float* out, int64_t n) {
+  const typename S::V sv = S::set1(s), one = S::set1(zero_centered ? 1.0f : 0.0f);
+  const float one_s = zero_centered ? 1.0f : 0.0f;
+  int64_t t = 0;
+  for (; t + S::kW <= n; t += S::kW)
+    S::store(out + t, S::mul(S::mul(S::load(x + t), sv), S::add(one, S::load(w + t))));
+  for (; t < n; ++t) out[t] = x[t] * s * (one_s + widen(w[t]));
+}
+
+template <class S>
+void add(const float* a, const float* b, float* out, int64_t n) {
+  int64_t t = 0;
+  for (; t + S::kW <= n; t += S::kW) S::store(out + t, S::add(S::load(a + t), S::load(b + t)));
+  for (; t < n; ++t) out[t] = a[t] + b[t];
+}
+
+template <class S>
+void bf16_to_f32_row(const uint16_t* x, float* out, int64_t n) {
+  int64_t t = 0;
+  for (; t + S::kW <= n; t += S::kW) S::store(out + t, S::load(x + t));
+  for (; t < n; ++t) out[t] = widen(x[t]);
+}
+
+template <class S>
+void f32_to_bf16_row(const float* x, uint16_t* out, int64_t n) {
+  int64_t t = 0;
+  if constexpr (S::kHasBf16Store)
+    for (; t + S::kW <= n; t += S::kW) S::store_bf16(out + t, S::load(x + t));
+  for (; t < n; ++t) out[t] = narrow_bf16(x[t]);
+}
+
+template <class S>
+CpuKernels make_kernels() {
+  CpuKernels k{};
+  k.dot_tile_f32 = &dot_tile<S, float>;
+  k.dot_tile_bf16 = &dot_tile<S, uint16_t>;
+  k.axpy_f32 = &axpy<S, float>;
+  k.axpy_bf16 = &axpy<S, uint16_t>;
+  k.sum_squares = &sum_squares<S>;
+  k.scale_mul_f32 = &scale_mul<S, float>;
+  k.scale_mul_bf16 = &scale_mul<S, uint16_t>;
+  k.add = &add<S>;
+  k.bf16_to_f32 = &bf16_to_f32_row<S>;
+  k.f32_to_bf16 = &f32_to_bf16_row<S>;
+  return k;
+}
+
+}  // namespace
+}  // namespace ft::cpu
