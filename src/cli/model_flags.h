@@ -1,0 +1,12 @@
+// Flags shared by every command that loads a model (--model, --device, --dtype, --threads, ...).
+#pragma once
+
+#include "cli/args.h"
+#include "engine/model_session.h"
+
+namespace ft::cli {
+
+void add_model_flags(Args& args);
+Result<SessionOptions> session_options(const Args& args);
+
+}  // namespace ft::cli

@@ -1,0 +1,34 @@
+// ModelSession setup: backend by name, model by architecture, a KV pool sized for the sequences asked for.
+#include "engine/model_session.h"
+
+#include <algorithm>
+
+namespace ft {
+
+Result<ModelSession> ModelSession::open(const SessionOptions& o) {
+  ModelSession s;
+  BackendOptions bo;
+  bo.n_threads = o.n_threads;
+  FT_ASSIGN_OR_RETURN(s.backend, create_backend(o.device, bo));
+  if (!s.backend->ops().supports(Op::kMatmul, o.act_dtype, o.act_dtype) &&
+      !s.backend->ops().supports(Op::kMatmul, o.act_dtype, DType::kBF16))
+    return unsupported(std::string("device ") + s.backend->name() + " does not run " + dtype_name(o.act_dtype) +
+                       " activations");
+  FT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
+  const int32_t context = o.context > 0 ? o.context
+                                        : static_cast<int32_t>(std::max<int64_t>(config.max_position_embeddings, 1));
+  ModelOptions mo;
+  mo.act_dtype = o.act_dtype;
+  mo.max_tokens = o.max_tokens;
+  mo.max_seqs = o.max_seqs;
+  mo.page_size = o.page_size;
+  mo.max_pages_per_seq = (context + o.page_size - 1) / o.page_size;
+  mo.show_progress = o.show_progress;
+  FT_ASSIGN_OR_RETURN(s.model, load_model(o.model_dir, *s.backend, mo));
+  FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*s.backend, s.model->kv_layers(), o.act_dtype,
+                                                  mo.max_pages_per_seq * o.max_seqs, o.page_size));
+  s.kv = std::make_unique<KvCache>(std::move(kv));
+  return s;
+}
+
+}  // namespace ft

@@ -1,0 +1,137 @@
+// CausalLm: shared loading, workspace planning and the step loop around the architecture's layers.
+#include "model/causal_lm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ft {
+
+Status CausalLm::load_common(WeightLoader& w, const std::string& prefix) {
+  const auto& c = config_;
+  FT_ASSIGN_OR_RETURN(embed_, w.get(prefix + ".embed_tokens.weight", {c.vocab_size, c.hidden_size}));
+  FT_ASSIGN_OR_RETURN(final_norm_, w.get(prefix + ".norm.weight", {c.hidden_size}));
+  if (c.tie_word_embeddings && !w.has("lm_head.weight")) {
+    lm_head_ = embed_;
+  } else {
+    FT_ASSIGN_OR_RETURN(lm_head_, w.get("lm_head.weight", {c.vocab_size, c.hidden_size}));
+  }
+  final_norm_params_.eps = static_cast<float>(c.rms_norm_eps);
+  return plan_workspace();
+}
+
+void CausalLm::plan(Arena& a) {
+  const auto& c = config_;
+  const int64_t T = options_.max_tokens, S = options_.max_seqs, P = options_.max_pages_per_seq;
+  const DType act = options_.act_dtype;
+  tokens_ = a.take(DType::kI32, {T});
+  positions_ = a.take(DType::kI32, {T});
+  slots_ = a.take(DType::kI32, {T});
+  logit_rows_ = a.take(DType::kI32, {T});
+  q_start_ = a.take(DType::kI32, {S + 1});
+  kv_len_ = a.take(DType::kI32, {S});
+  page_table_ = a.take(DType::kI32, {S, P});
+  x_ = a.take(act, {T, c.hidden_size});
+  h_ = a.take(act, {T, c.hidden_size});
+  h2_ = a.take(act, {T, c.hidden_size});
+  final_rows_ = a.take(act, {T, c.hidden_size});
+  const int64_t inter = max_intermediate(), k = std::max<int64_t>(1, c.n_expert_used);
+  scratch_.qkv = a.take(act, {T, (c.n_head + 2 * c.n_kv_head) * c.head_dim});
+  scratch_.attn = a.take(act, {T, c.n_head * c.head_dim});
+  scratch_.gate_up = a.take(act, {T, 2 * inter});
+  scratch_.act = a.take(act, {T, inter});
+  scratch_.router = a.take(DType::kF32, {T, std::max<int64_t>(1, c.n_expert)});
+  scratch_.topk_ids = a.take(DType::kI32, {T, k});
+  scratch_.topk_w = a.take(DType::kF32, {T, k});
+  const size_t moe_ws = c.n_expert ? backend_.ops().moe_workspace_bytes(T, k, c.hidden_size, inter) : 0;
+  scratch_.moe_ws = a.take_bytes(std::max<size_t>(moe_ws, 1));
+}
+
+Status CausalLm::plan_workspace() {
+  if (options_.max_pages_per_seq <= 0)
+    options_.max_pages_per_seq = static_cast<int32_t>(
+        (std::max<int64_t>(config_.max_position_embeddings, options_.page_size) + options_.page_size - 1) /
+        options_.page_size);
+  Arena measure;
+  plan(measure);
+  FT_ASSIGN_OR_RETURN(workspace_, backend_.allocate(measure.measured_bytes()));
+  Arena arena(workspace_);
+  plan(arena);
+  page_staging_.assign(static_cast<size_t>(options_.max_seqs) * options_.max_pages_per_seq, 0);
+  return ok_status();
+}
+
+Result<Tensor> CausalLm::upload_f32(const std::vector<float>& values) {
+  FT_ASSIGN_OR_RETURN(Tensor t, backend_.empty(DType::kF32, {static_cast<int64_t>(values.size())}));
+  Tensor host = Tensor::make(DType::kF32, {static_cast<int64_t>(values.size())},
+                             wrap_host(const_cast<float*>(values.data()), values.size() * 4, nullptr));
+  FT_RETURN_IF_ERROR(backend_.copy(host, t));
+  FT_RETURN_IF_ERROR(backend_.stream().synchronize());
+  return t;
+}
+
+namespace {
+Status upload(Backend& be, const std::vector<int32_t>& v, const Tensor& dst_full) {
+  if (v.empty()) return ok_status();
+  const int64_t n = static_cast<int64_t>(v.size());
+  Tensor host = Tensor::make(DType::kI32, {n}, wrap_host(const_cast<int32_t*>(v.data()), v.size() * 4, nullptr));
+  return be.copy(host, dst_full.reshape({dst_full.numel()}).slice(0, 0, n));
+}
+}  // namespace
+
+Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
+  const int64_t n = b.n_tokens(), S = b.n_seq(), P = options_.max_pages_per_seq;
+  if (n <= 0 || n > options_.max_tokens)
+    return invalid_argument("step of " + std::to_string(n) + " tokens (the plan allows " +
+                            std::to_string(options_.max_tokens) + ")");
+  if (S <= 0 || S > options_.max_seqs) return invalid_argument("step of " + std::to_string(S) + " sequences");
+  if (b.max_pages > P) return invalid_argument("sequence longer than the page table");
+  if (b.positions.size() != b.tokens.size() || b.slots.size() != b.tokens.size() ||
+      b.q_start.size() != static_cast<size_t>(S + 1) || b.q_start.back() != n || b.logit_rows.empty() ||
+      b.page_table.size() != static_cast<size_t>(S * b.max_pages))
+    return invalid_argument("inconsistent forward batch");
+  for (int32_t t : b.tokens)
+    if (t < 0 || t >= config_.vocab_size) return invalid_argument("token id " + std::to_string(t) + " out of range");
+  for (int32_t r : b.logit_rows)
+    if (r < 0 || r >= n) return invalid_argument("logit row out of range");
+  for (int64_t s = 0; s < S; ++s)
+    std::copy_n(b.page_table.begin() + s * b.max_pages, b.max_pages, page_staging_.begin() + s * P);
+  FT_RETURN_IF_ERROR(upload(backend_, b.tokens, tokens_));
+  FT_RETURN_IF_ERROR(upload(backend_, b.positions, positions_));
+  FT_RETURN_IF_ERROR(upload(backend_, b.slots, slots_));
+  FT_RETURN_IF_ERROR(upload(backend_, b.logit_rows, logit_rows_));
+  FT_RETURN_IF_ERROR(upload(backend_, b.q_start, q_start_));
+  FT_RETURN_IF_ERROR(upload(backend_, b.kv_len, kv_len_));
+  FT_RETURN_IF_ERROR(upload(backend_, std::vector<int32_t>(page_staging_.begin(), page_staging_.begin() + S * P),
+                            page_table_));
+  step.n_tokens = n;
+  step.tokens = tokens_.slice(0, 0, n);
+  step.positions = positions_.slice(0, 0, n);
+  step.slots = slots_.slice(0, 0, n);
+  step.logit_rows = logit_rows_.slice(0, 0, static_cast<int64_t>(b.logit_rows.size()));
+  step.meta.q_start = q_start_.slice(0, 0, S + 1);
+  step.meta.kv_len = kv_len_.slice(0, 0, S);
+  step.meta.page_table = page_table_.slice(0, 0, S);
+  step.meta.n_seq = S;
+  return ok_status();
+}
+
+Status CausalLm::forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) {
+  StepView step;
+  step.meta.page_size = kv.page_size();
+  FT_RETURN_IF_ERROR(upload_step(batch, step));
+  const OpTable& ops = backend_.ops();
+  Stream& s = backend_.stream();
+  const int64_t n = step.n_tokens, r = static_cast<int64_t>(batch.logit_rows.size());
+  if (logits.dim(0) < r || logits.dim(1) != config_.vocab_size) return invalid_argument("logits tensor shape");
+  const Tensor x = rows(x_, n), h = rows(h_, n), h2 = rows(h2_, n);
+  FT_RETURN_IF_ERROR(ops.embedding(embed_, step.tokens, x, s));
+  LayerContext ctx{ops, s, step, kv};
+  for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, x, h, h2));
+  const Tensor last = rows(final_rows_, r);
+  FT_RETURN_IF_ERROR(ops.embedding(x, step.logit_rows, last, s));  // gather the wanted rows
+  FT_RETURN_IF_ERROR(ops.rms_norm(last, final_norm_, last, final_norm_params_, s));
+  FT_RETURN_IF_ERROR(ops.matmul(last, lm_head_, Tensor{}, logits.slice(0, 0, r), s));
+  return s.synchronize();
+}
+
+}  // namespace ft

@@ -1,0 +1,52 @@
+// CausalLm: what every decoder-only model shares — embedding, step upload, workspace, final norm, LM head.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "model/arena.h"
+#include "model/layers.h"
+#include "model/model.h"
+#include "model/rope_freqs.h"
+
+namespace ft {
+
+class CausalLm : public Model {
+ public:
+  Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) override;
+
+ protected:
+  CausalLm(ModelConfig config, ModelOptions options, Backend& backend)
+      : Model(std::move(config), options), backend_(backend) {}
+
+  // Loads embedding, final norm and LM head (tied or not), plans the step tensors and scratch.
+  Status load_common(WeightLoader& w, const std::string& prefix = "model");
+  // One decoder layer: x [n, d] is updated in place; h, h2 [n, d] are free for the layer's use.
+  virtual Status forward_layer(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h,
+                               const Tensor& h2) = 0;
+  // The widest MLP intermediate any layer uses (dense or expert), for scratch sizing.
+  virtual int64_t max_intermediate() const = 0;
+  // Uploads inv_freq to the backend (shared by all layers).
+  Result<Tensor> upload_f32(const std::vector<float>& values);
+
+  Backend& backend_;
+  LayerScratch scratch_;
+  RmsNormParams final_norm_params_;
+
+ private:
+  Status plan_workspace();
+  Status upload_step(const ForwardBatch& batch, StepView& step);
+  void plan(Arena& arena);
+
+  Tensor embed_;       // [vocab, d]
+  Tensor final_norm_;  // [d]
+  Tensor lm_head_;     // [vocab, d]
+  std::shared_ptr<Buffer> workspace_;
+  // Step inputs at fixed addresses, sized for the largest step.
+  Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_;  // i32
+  Tensor x_, h_, h2_;      // [T, d] act
+  Tensor final_rows_;      // [T, d] act: the rows whose logits are wanted
+  std::vector<int32_t> page_staging_;
+};
+
+}  // namespace ft

@@ -1,0 +1,110 @@
+// Shared layers: GQA attention, dense SwiGLU MLP, MoE block.
+#include "model/layers.h"
+
+#include <cmath>
+
+namespace ft {
+
+Tensor split_heads(const Tensor& t, int64_t heads, int64_t head_dim) {
+  Tensor v = t;
+  v.ndim = 3;
+  v.shape = {t.shape[0], heads, head_dim, 0};
+  v.stride = {t.stride[0], head_dim, 1, 0};
+  return v;
+}
+
+Result<GqaAttention> GqaAttention::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c,
+                                        int64_t layer, const Tensor& inv_freq, float attention_factor) {
+  GqaAttention a;
+  a.layer = layer;
+  a.n_head = c.n_head;
+  a.n_kv = c.n_kv_head;
+  a.head_dim = c.head_dim;
+  const int64_t d = c.hidden_size, q_rows = a.n_head * a.head_dim, kv_rows = a.n_kv * a.head_dim;
+  FT_ASSIGN_OR_RETURN(a.qkv.w, w.stack_rows({prefix + ".q_proj.weight", prefix + ".k_proj.weight",
+                                             prefix + ".v_proj.weight"},
+                                            {q_rows, kv_rows, kv_rows}, d));
+  if (c.attention_bias) {
+    FT_ASSIGN_OR_RETURN(a.qkv.b, w.stack_rows({prefix + ".q_proj.bias", prefix + ".k_proj.bias",
+                                               prefix + ".v_proj.bias"},
+                                              {q_rows, kv_rows, kv_rows}, 1));
+    a.qkv.b = a.qkv.b.reshape({q_rows + 2 * kv_rows});
+  }
+  FT_ASSIGN_OR_RETURN(a.o.w, w.get(prefix + ".o_proj.weight", {d, q_rows}));
+  if (c.attention_bias && w.has(prefix + ".o_proj.bias")) {
+    FT_ASSIGN_OR_RETURN(a.o.b, w.get(prefix + ".o_proj.bias", {d}));
+  }
+  if (w.has(prefix + ".q_norm.weight")) {
+    FT_ASSIGN_OR_RETURN(a.q_norm, w.get(prefix + ".q_norm.weight", {a.head_dim}));
+    FT_ASSIGN_OR_RETURN(a.k_norm, w.get(prefix + ".k_norm.weight", {a.head_dim}));
+  }
+  a.norm.eps = static_cast<float>(c.rms_norm_eps);
+  a.rope.rot_dim = inv_freq.numel() * 2;
+  a.rope.attention_factor = attention_factor;
+  a.inv_freq = inv_freq;
+  a.attn.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+  if (c.layer_types[static_cast<size_t>(layer)] == "sliding_attention") a.attn.window = c.sliding_window;
+  return a;
+}
+
+Status GqaAttention::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
+  const int64_t n = x.dim(0);
+  const Tensor qkv_rows = rows(s.qkv, n);  // [n, (H + 2K) hd]
+  FT_RETURN_IF_ERROR(qkv.forward(c, x, qkv_rows));
+  const Tensor q = split_heads(qkv_rows.slice(1, 0, n_head * head_dim), n_head, head_dim);
+  const Tensor k = split_heads(qkv_rows.slice(1, n_head * head_dim, n_kv * head_dim), n_kv, head_dim);
+  const Tensor v = split_heads(qkv_rows.slice(1, (n_head + n_kv) * head_dim, n_kv * head_dim), n_kv, head_dim);
+  if (q_norm.defined()) {
+    FT_RETURN_IF_ERROR(c.ops.rms_norm(q, q_norm, q, norm, c.stream));
+    FT_RETURN_IF_ERROR(c.ops.rms_norm(k, k_norm, k, norm, c.stream));
+  }
+  FT_RETURN_IF_ERROR(c.ops.rope(q, c.step.positions, inv_freq, q, rope, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.rope(k, c.step.positions, inv_freq, k, rope, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream));
+  const Tensor attn_rows = rows(s.attn, n);  // [n, H hd]
+  FT_RETURN_IF_ERROR(c.ops.attention(q, c.kv.k(layer), c.kv.v(layer), c.step.meta,
+                                     split_heads(attn_rows, n_head, head_dim), attn, c.stream));
+  return o.forward(c, attn_rows, out);
+}
+
+Result<DenseMlp> DenseMlp::load(WeightLoader& w, const std::string& prefix, int64_t d, int64_t inter) {
+  DenseMlp m;
+  m.inter = inter;
+  FT_ASSIGN_OR_RETURN(m.gate_up, w.stack_rows({prefix + ".gate_proj.weight", prefix + ".up_proj.weight"},
+                                              {inter, inter}, d));
+  FT_ASSIGN_OR_RETURN(m.down, w.get(prefix + ".down_proj.weight", {d, inter}));
+  return m;
+}
+
+Status DenseMlp::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
+  const int64_t n = x.dim(0);
+  const Tensor gu = rows(s.gate_up, n).slice(1, 0, 2 * inter);  // [n, 2 inter]
+  const Tensor act = rows(s.act, n).slice(1, 0, inter);         // [n, inter]
+  FT_RETURN_IF_ERROR(c.ops.matmul(x, gate_up, Tensor{}, gu, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.swiglu(gu.slice(1, 0, inter), gu.slice(1, inter, inter), act, c.stream));
+  return c.ops.matmul(act, down, Tensor{}, out, c.stream);
+}
+
+Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c) {
+  MoeBlock m;
+  const int64_t d = c.hidden_size, e = c.n_expert, inter = c.moe_intermediate_size;
+  FT_ASSIGN_OR_RETURN(m.router.w, w.get(prefix + ".gate.weight", {e, d}));
+  FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d));
+  FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter));
+  m.route.scoring = c.scoring_func == "sigmoid" ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
+  m.route.n_expert_used = c.n_expert_used;
+  m.route.norm_topk = c.norm_topk_prob;
+  return m;
+}
+
+Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
+  const int64_t n = x.dim(0), k = route.n_expert_used;
+  const Tensor logits = rows(s.router, n).slice(1, 0, router.w.dim(0));  // [n, n_expert] f32
+  const Tensor ids = rows(s.topk_ids, n).slice(1, 0, k);                 // [n, k] i32
+  const Tensor weights = rows(s.topk_w, n).slice(1, 0, k);               // [n, k] f32
+  FT_RETURN_IF_ERROR(router.forward(c, x, logits));
+  FT_RETURN_IF_ERROR(c.ops.moe_route(logits, Tensor{}, ids, weights, route, c.stream));
+  return c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream);
+}
+
+}  // namespace ft

@@ -1,0 +1,92 @@
+// Shared layers: every architecture file composes these. No device code here: only ops from the table.
+#pragma once
+
+#include <string>
+
+#include "backend/backend.h"
+#include "io/model_config.h"
+#include "kv/kv_cache.h"
+#include "model/weight_loader.h"
+
+namespace ft {
+
+// This step's metadata as device tensors, sliced to its sizes.
+struct StepView {
+  int64_t n_tokens = 0;
+  Tensor tokens;     // [n] i32
+  Tensor positions;  // [n] i32
+  Tensor slots;      // [n] i32
+  Tensor logit_rows; // [n_logits] i32
+  PagedAttentionMeta meta;
+};
+
+struct LayerContext {
+  const OpTable& ops;
+  Stream& stream;
+  const StepView& step;
+  KvCache& kv;
+};
+
+// [n, heads * head_dim] with contiguous rows -> [n, heads, head_dim] view.
+Tensor split_heads(const Tensor& t, int64_t heads, int64_t head_dim);
+// First n rows.
+inline Tensor rows(const Tensor& t, int64_t n) { return t.slice(0, 0, n); }
+
+struct Linear {
+  Tensor w;  // [out, in]
+  Tensor b;  // [out] or undefined
+  Status forward(const LayerContext& c, const Tensor& x, const Tensor& out) const {
+    return c.ops.matmul(x, w, b, out, c.stream);
+  }
+};
+
+// Scratch activations shared by the layers of one step, sized for the largest step.
+struct LayerScratch {
+  Tensor qkv;       // [T, (n_head + 2 n_kv) head_dim]
+  Tensor attn;      // [T, n_head * head_dim]
+  Tensor gate_up;   // [T, 2 * max intermediate]
+  Tensor act;       // [T, max intermediate]
+  Tensor router;    // [T, n_expert] f32
+  Tensor topk_ids;  // [T, k] i32
+  Tensor topk_w;    // [T, k] f32
+  Tensor moe_ws;    // moe_workspace_bytes
+};
+
+// Grouped-query attention with a fused qkv projection, optional per-head q/k RMSNorm, rope and the paged cache.
+struct GqaAttention {
+  int64_t layer = 0, n_head = 0, n_kv = 0, head_dim = 0;
+  Linear qkv, o;
+  Tensor q_norm, k_norm;  // [head_dim] or undefined
+  RmsNormParams norm;
+  RopeParams rope;
+  Tensor inv_freq;  // [rot_dim / 2] f32
+  AttentionParams attn;
+
+  static Result<GqaAttention> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
+                                   const Tensor& inv_freq, float attention_factor);
+  // x [n, d] normalised input; out [n, d].
+  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+};
+
+// SwiGLU MLP: down(silu(gate x) * up x), gate and up fused.
+struct DenseMlp {
+  Tensor gate_up;  // [2 * inter, d]
+  Tensor down;     // [d, inter]
+  int64_t inter = 0;
+
+  static Result<DenseMlp> load(WeightLoader& w, const std::string& prefix, int64_t d, int64_t inter);
+  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+};
+
+// Routed experts: router -> top-k -> expert SwiGLU FFNs, weighted sum.
+struct MoeBlock {
+  Linear router;   // [n_expert, d]
+  Tensor gate_up;  // [n_expert, 2 * inter, d]
+  Tensor down;     // [n_expert, d, inter]
+  MoeRouteParams route;
+
+  static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c);
+  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+};
+
+}  // namespace ft

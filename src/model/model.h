@@ -1,0 +1,44 @@
+// Model: a causal LM that runs one ForwardBatch over a paged KV cache and writes next-token logits.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/model_config.h"
+#include "kv/kv_cache.h"
+#include "model/forward_batch.h"
+
+namespace ft {
+
+struct ModelOptions {
+  DType act_dtype = DType::kF32;  // activations (and KV cache)
+  int32_t max_tokens = 512;       // tokens per step (the largest prefill chunk plus decode tokens)
+  int32_t max_seqs = 1;           // sequences per step
+  int32_t max_pages_per_seq = 0;  // page table width; 0: from max_position_embeddings and page size
+  int32_t page_size = 16;
+  bool show_progress = true;      // a progress bar while loading, on a terminal
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelConfig& config() const { return config_; }
+  const ModelOptions& options() const { return options_; }
+  // What every layer stores per token in the KV cache.
+  virtual std::vector<KvLayerShape> kv_layers() const = 0;
+  // Runs the batch: stores its keys and values in `kv`, writes logits [batch.logit_rows.size(), vocab] f32
+  // into `logits` (a tensor of this model's backend with at least that many rows).
+  virtual Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) = 0;
+
+ protected:
+  Model(ModelConfig config, ModelOptions options) : config_(std::move(config)), options_(options) {}
+  ModelConfig config_;
+  ModelOptions options_;
+};
+
+// Reads config.json, picks the architecture from the registry and loads the weights onto `backend`.
+Result<std::unique_ptr<Model>> load_model(const std::string& dir, Backend& backend, const ModelOptions& options);
+
+}  // namespace ft

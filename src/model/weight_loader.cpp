@@ -1,0 +1,135 @@
+// WeightLoader implementation: zero-copy views on the host when possible, one assembled copy otherwise.
+#include "model/weight_loader.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ft {
+
+WeightLoader::WeightLoader(const SafetensorsArchive& checkpoint, Backend& backend, DType act_dtype,
+                           bool show_progress)
+    : checkpoint_(checkpoint), backend_(backend), act_dtype_(act_dtype) {
+  if (show_progress) progress_ = std::make_unique<ProgressBar>("loading weights", checkpoint.total_bytes());
+}
+
+WeightLoader::~WeightLoader() = default;
+
+namespace {
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace
+
+DType WeightLoader::target_dtype(DType stored) const {
+  if (backend_.ops().supports(Op::kMatmul, act_dtype_, stored)) return stored;
+  return backend_.device().is_cpu() ? DType::kF32 : act_dtype_;
+}
+
+void WeightLoader::done(const std::string& name, size_t bytes) {
+  used_.push_back(name);
+  loaded_bytes_ += bytes;
+  if (progress_) progress_->update(loaded_bytes_);
+}
+
+Result<const TensorInfo*> WeightLoader::checked(const std::string& name, const std::vector<int64_t>& shape) {
+  const TensorInfo* info = checkpoint_.find(name);
+  if (!info) return not_found(checkpoint_.dir() + ": tensor '" + name + "' not found in the checkpoint");
+  if (info->shape != shape)
+    return corrupt_file(checkpoint_.dir() + ": tensor '" + name + "' has shape " + shape_str(info->shape) +
+                        ", the config implies " + shape_str(shape));
+  if (!dtype_is_float(info->dtype))
+    return corrupt_file(checkpoint_.dir() + ": tensor '" + name + "' has non-float dtype " + dtype_name(info->dtype));
+  return info;
+}
+
+Result<Tensor> WeightLoader::get(const std::string& name, std::vector<int64_t> shape) {
+  FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(name, shape));
+  if (backend_.device().is_cpu() && target_dtype(info->dtype) == info->dtype && shape.size() <= kMaxDims) {
+    FT_ASSIGN_OR_RETURN(Tensor view, checkpoint_.tensor(name));
+    done(name, info->nbytes);
+    return view;
+  }
+  return assemble({name}, std::move(shape), target_dtype(info->dtype));
+}
+
+Result<Tensor> WeightLoader::stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                                        int64_t cols) {
+  int64_t total = 0;
+  DType dtype = DType::kF32;
+  for (size_t i = 0; i < names.size(); ++i) {
+    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names[i], {rows[i], cols}));
+    if (i == 0) dtype = info->dtype;
+    else if (info->dtype != dtype) dtype = DType::kF32;  // mixed: widen
+    total += rows[i];
+  }
+  return assemble(names, {total, cols}, target_dtype(dtype));
+}
+
+Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d) {
+  std::vector<std::string> names;
+  DType dtype = DType::kF32;
+  for (int64_t e = 0; e < n_expert; ++e)
+    for (const char* part : {"gate_proj", "up_proj"}) {
+      names.push_back(prefix + "." + std::to_string(e) + "." + part + ".weight");
+      FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names.back(), {inter, d}));
+      dtype = info->dtype;
+    }
+  return assemble(names, {n_expert, 2 * inter, d}, target_dtype(dtype));
+}
+
+Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter) {
+  std::vector<std::string> names;
+  DType dtype = DType::kF32;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    names.push_back(prefix + "." + std::to_string(e) + ".down_proj.weight");
+    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names.back(), {d, inter}));
+    dtype = info->dtype;
+  }
+  return assemble(names, {n_expert, d, inter}, target_dtype(dtype));
+}
+
+Result<Tensor> WeightLoader::assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype) {
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, static_cast<size_t>(numel)), false));
+  auto* dst = static_cast<unsigned char*>(host->data());
+  size_t at = 0;  // elements written
+  for (const auto& name : names) {
+    const SafetensorsFile* file = nullptr;
+    const TensorInfo* info = checkpoint_.find(name, &file);
+    size_t n = 1;
+    for (int64_t s : info->shape) n *= static_cast<size_t>(s);
+    const unsigned char* src = file->tensor_data(*info);
+    if (info->dtype == dtype) {
+      std::memcpy(dst + dtype_bytes(dtype, at), src, info->nbytes);
+    } else if (info->dtype == DType::kBF16 && dtype == DType::kF32) {
+      const auto* s16 = reinterpret_cast<const uint16_t*>(src);
+      auto* d32 = reinterpret_cast<float*>(dst) + at;
+      for (size_t i = 0; i < n; ++i) d32[i] = bf16_to_f32(s16[i]);
+    } else {
+      for (size_t i = 0; i < n; ++i) store_from_f64(dtype, dst, at + i, load_as_f64(info->dtype, src, i));
+    }
+    at += n;
+    done(name, info->nbytes);
+  }
+  Tensor host_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), host);
+  if (backend_.device().is_cpu()) return host_tensor;
+  FT_ASSIGN_OR_RETURN(auto dev, backend_.allocate(host_tensor.nbytes()));
+  Tensor dev_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), dev);
+  FT_RETURN_IF_ERROR(backend_.copy(host_tensor, dev_tensor));
+  FT_RETURN_IF_ERROR(backend_.stream().synchronize());
+  return dev_tensor;
+}
+
+std::vector<std::string> WeightLoader::unused() const {
+  std::vector<std::string> used = used_;
+  std::sort(used.begin(), used.end());
+  std::vector<std::string> out;
+  for (const auto& n : checkpoint_.names())
+    if (!std::binary_search(used.begin(), used.end(), n)) out.push_back(n);
+  return out;
+}
+
+}  // namespace ft

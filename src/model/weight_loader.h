@@ -1,0 +1,49 @@
+// WeightLoader: checkpoint tensors by Hugging Face name -> backend tensors, with shape checks and fusion.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/progress.h"
+#include "io/safetensors_archive.h"
+
+namespace ft {
+
+class WeightLoader {
+ public:
+  // act_dtype picks which weight dtypes stay as stored: those the backend's matmul takes with
+  // that activation dtype; others are converted (to f32 on the host, to act_dtype elsewhere).
+  WeightLoader(const SafetensorsArchive& checkpoint, Backend& backend, DType act_dtype, bool show_progress);
+  ~WeightLoader();
+
+  bool has(const std::string& name) const { return checkpoint_.contains(name); }
+  // One tensor; its shape must equal `shape`.
+  Result<Tensor> get(const std::string& name, std::vector<int64_t> shape);
+  // Several [rows_i, cols] tensors stacked into one [sum rows_i, cols] (e.g. q, k, v -> qkv).
+  Result<Tensor> stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols);
+  // The experts of one MoE layer under `prefix` (".../mlp.experts"), from per-expert
+  // `prefix.E.{gate,up,down}_proj.weight` tensors: gate_up [n_expert, 2 * inter, d] (gate rows, then
+  // up rows) and down [n_expert, d, inter].
+  Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d);
+  Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter);
+  // Names of checkpoint tensors never asked for (a sign of a wrong architecture mapping).
+  std::vector<std::string> unused() const;
+
+ private:
+  Result<const TensorInfo*> checked(const std::string& name, const std::vector<int64_t>& shape);
+  DType target_dtype(DType stored) const;
+  // Copies (converting) each source into consecutive rows of one new tensor of `shape`.
+  Result<Tensor> assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype);
+  void done(const std::string& name, size_t bytes);
+
+  const SafetensorsArchive& checkpoint_;
+  Backend& backend_;
+  DType act_dtype_;
+  std::vector<std::string> used_;
+  std::unique_ptr<ProgressBar> progress_;
+  size_t loaded_bytes_ = 0;
+};
+
+}  // namespace ft

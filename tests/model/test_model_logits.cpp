@@ -1,0 +1,95 @@
+// Model logits against the float64 Hugging Face transformers reference of each fixture checkpoint
+// (tests/data/models/*/reference*.safetensors): f32 activations, one-shot and chunked prefill, greedy decode.
+#include <algorithm>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "engine/model_session.h"
+#include "engine/sequence_runner.h"
+#include "fixture_reference.h"
+
+namespace ft {
+namespace {
+
+constexpr double kMaxRelL2 = 1e-5;
+constexpr double kGreedyMargin = 1e-2;
+
+struct Case {
+  const char* model;
+  const char* device;
+  int32_t chunk;  // 0: the whole prompt in one step
+};
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  return std::string(info.param.model) + "_" + info.param.device + "_chunk" + std::to_string(info.param.chunk);
+}
+
+class ModelLogits : public testing::TestWithParam<Case> {
+ protected:
+  ModelSession open(int32_t max_tokens) {
+    SessionOptions o;
+    o.model_dir = std::string(FT_TEST_DATA) + "/models/" + GetParam().model;
+    o.device = GetParam().device;
+    o.max_tokens = max_tokens;
+    o.context = 512;
+    o.show_progress = false;
+    auto s = ModelSession::open(o);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return std::move(s).value();
+  }
+
+  void check_file(const std::string& file) {
+    const Case& c = GetParam();
+    ModelSession s = open(c.chunk > 0 ? c.chunk : 512);
+    const int64_t vocab = s.model->config().vocab_size;
+    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/models/" + c.model + "/" + file, vocab);
+    ASSERT_FALSE(prompts.empty());
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      const auto& ref = prompts[p];
+      SequenceRunner runner(*s.model, *s.backend, *s.kv);
+      std::vector<float> all, last;
+      ASSERT_TRUE(runner.feed(ref.input_ids, c.chunk, &all, last).ok());
+      const int64_t t = static_cast<int64_t>(ref.input_ids.size());
+      ASSERT_EQ(static_cast<int64_t>(all.size()), t * vocab);
+      int failures = 0;
+      double worst = 0;
+      for (int64_t i = 0; i < t; ++i) {
+        const double err = test::relative_l2(&all[i * vocab], &ref.logits[i * vocab], vocab);
+        worst = std::max(worst, err);
+        if (err > kMaxRelL2 && failures++ < 10)
+          ADD_FAILURE() << file << " prompt " << p << " position " << i << ": relative L2 " << err;
+      }
+      std::printf("%s %s prompt %zu (%lld tokens): worst relative L2 %.3g\n", c.model, file.c_str(), p,
+                  static_cast<long long>(t), worst);
+      check_greedy(runner, ref, last, vocab);
+    }
+  }
+
+  // Greedy ids equal the reference's up to the first step whose top-2 margin is under kGreedyMargin
+  // (the reference's at the first step; ours, which matches it to 1e-5, after that).
+  void check_greedy(SequenceRunner& runner, const test::ReferencePrompt& ref, std::vector<float> logits,
+                    int64_t vocab) {
+    for (size_t step = 0; step < ref.greedy_ids.size(); ++step) {
+      const float* margin_row = step == 0 ? &ref.logits[ref.logits.size() - vocab] : logits.data();
+      if (test::top2_margin(margin_row, vocab) < kGreedyMargin) return;
+      const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      ASSERT_EQ(next, ref.greedy_ids[step]) << "greedy step " << step;
+      ASSERT_TRUE(runner.feed(std::span<const int32_t>(&next, 1), 1, nullptr, logits).ok());
+    }
+  }
+};
+
+TEST_P(ModelLogits, ShortPrompts) { check_file("reference.safetensors"); }
+TEST_P(ModelLogits, LongPrompts) { check_file("reference_long.safetensors"); }
+
+INSTANTIATE_TEST_SUITE_P(Qwen3, ModelLogits,
+                         testing::Values(Case{"qwen3_dense", "ref", 0}, Case{"qwen3_dense", "cpu", 0},
+                                         Case{"qwen3_dense", "cpu", 1}, Case{"qwen3_dense", "cpu", 5},
+                                         Case{"qwen3_dense", "cpu", 16}, Case{"qwen3_moe", "ref", 0},
+                                         Case{"qwen3_moe", "cpu", 0}, Case{"qwen3_moe", "cpu", 1},
+                                         Case{"qwen3_moe", "cpu", 5}, Case{"qwen3_moe", "cpu", 16}),
+                         case_name);
+
+}  // namespace
+}  // namespace ft
