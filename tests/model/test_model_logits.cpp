@@ -22,14 +22,17 @@ struct Case {
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  return std::string(info.param.model) + "_" + info.param.device + "_chunk" + std::to_string(info.param.chunk);
+  std::string model = info.param.model;
+  for (char& ch : model)
+    if (ch == '/') ch = '_';
+  return model + "_" + info.param.device + "_chunk" + std::to_string(info.param.chunk);
 }
 
 class ModelLogits : public testing::TestWithParam<Case> {
  protected:
   ModelSession open(int32_t max_tokens) {
     SessionOptions o;
-    o.model_dir = std::string(FT_TEST_DATA) + "/models/" + GetParam().model;
+    o.model_dir = std::string(FT_TEST_DATA) + "/" + GetParam().model;
     o.device = GetParam().device;
     o.max_tokens = max_tokens;
     o.context = 512;
@@ -43,7 +46,7 @@ class ModelLogits : public testing::TestWithParam<Case> {
     const Case& c = GetParam();
     ModelSession s = open(c.chunk > 0 ? c.chunk : 512);
     const int64_t vocab = s.model->config().vocab_size;
-    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/models/" + c.model + "/" + file, vocab);
+    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + file, vocab);
     ASSERT_FALSE(prompts.empty());
     for (size_t p = 0; p < prompts.size(); ++p) {
       const auto& ref = prompts[p];
@@ -83,13 +86,20 @@ class ModelLogits : public testing::TestWithParam<Case> {
 TEST_P(ModelLogits, ShortPrompts) { check_file("reference.safetensors"); }
 TEST_P(ModelLogits, LongPrompts) { check_file("reference_long.safetensors"); }
 
-INSTANTIATE_TEST_SUITE_P(Qwen3, ModelLogits,
-                         testing::Values(Case{"qwen3_dense", "ref", 0}, Case{"qwen3_dense", "cpu", 0},
-                                         Case{"qwen3_dense", "cpu", 1}, Case{"qwen3_dense", "cpu", 5},
-                                         Case{"qwen3_dense", "cpu", 16}, Case{"qwen3_moe", "ref", 0},
-                                         Case{"qwen3_moe", "cpu", 0}, Case{"qwen3_moe", "cpu", 1},
-                                         Case{"qwen3_moe", "cpu", 5}, Case{"qwen3_moe", "cpu", 16}),
-                         case_name);
+// models/: the public fixtures (seed 1234). models_alt/: other shapes and seed (777): vocab 1000, hidden 96,
+// head_dim 32, tied embeddings (dense), a dense first layer and 16 experts with top-4 (MoE).
+INSTANTIATE_TEST_SUITE_P(
+    Qwen3, ModelLogits,
+    testing::Values(Case{"models/qwen3_dense", "ref", 0}, Case{"models/qwen3_dense", "cpu", 0},
+                    Case{"models/qwen3_dense", "cpu", 1}, Case{"models/qwen3_dense", "cpu", 5},
+                    Case{"models/qwen3_dense", "cpu", 16}, Case{"models/qwen3_moe", "ref", 0},
+                    Case{"models/qwen3_moe", "cpu", 0}, Case{"models/qwen3_moe", "cpu", 1},
+                    Case{"models/qwen3_moe", "cpu", 5}, Case{"models/qwen3_moe", "cpu", 16},
+                    Case{"models_alt/qwen3_dense", "cpu", 0}, Case{"models_alt/qwen3_dense", "cpu", 1},
+                    Case{"models_alt/qwen3_dense", "cpu", 5}, Case{"models_alt/qwen3_dense", "cpu", 16},
+                    Case{"models_alt/qwen3_moe", "cpu", 0}, Case{"models_alt/qwen3_moe", "cpu", 1},
+                    Case{"models_alt/qwen3_moe", "cpu", 5}, Case{"models_alt/qwen3_moe", "cpu", 16}),
+    case_name);
 
 }  // namespace
 }  // namespace ft
