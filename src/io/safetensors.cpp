@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "io/safetensors_json.h"
 
@@ -47,8 +48,7 @@ Result<std::vector<int64_t>> parse_shape(const Json& j, const std::string& at, u
   return shape;
 }
 
-Result<TensorInfo> parse_entry(const std::string& path, const std::string& name, const Json& e,
-                               uint64_t data_bytes) {
+Result<TensorInfo> parse_entry(const std::string& path, const std::string& name, const Json& e, uint64_t data_bytes) {
   const std::string at = path + ": tensor " + quoted_name(name) + ": ";
   if (!e.is_object()) return corrupt_file(at + "entry is " + json_kind(e) + ", expected an object");
   TensorInfo info;
@@ -74,7 +74,8 @@ Result<TensorInfo> parse_entry(const std::string& path, const std::string& name,
   if (off == e.end()) return corrupt_file(at + "missing 'data_offsets'");
   uint64_t begin = 0, end = 0;
   if (!off->is_array() || off->size() != 2 || !json_to_u64((*off)[0], &begin) || !json_to_u64((*off)[1], &end))
-    return corrupt_file(at + "'data_offsets' " + one_line(off->dump()) + " is not [begin, end] of non-negative integers");
+    return corrupt_file(at + "'data_offsets' " + one_line(off->dump()) +
+                        " is not [begin, end] of non-negative integers");
   if (begin > end) return corrupt_file(at + "data_offsets " + range_string(begin, end) + " end before they begin");
   if (end > data_bytes)
     return corrupt_file(at + "data_offsets " + range_string(begin, end) + " exceed the " + std::to_string(data_bytes) +
@@ -99,7 +100,8 @@ Status check_overlaps(const std::string& path, const std::vector<TensorInfo>& te
     if (reach && t->offset < reach->offset + reach->nbytes)
       return corrupt_file(path + ": tensor " + quoted_name(t->name) + ": data_offsets " +
                           range_string(t->offset, t->offset + t->nbytes) + " overlap tensor " +
-                          quoted_name(reach->name) + " at " + range_string(reach->offset, reach->offset + reach->nbytes));
+                          quoted_name(reach->name) + " at " +
+                          range_string(reach->offset, reach->offset + reach->nbytes));
     if (!reach || t->offset + t->nbytes > reach->offset + reach->nbytes) reach = t;
   }
   return ok_status();
@@ -156,13 +158,22 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
   if (std::memchr(bytes + 8, '\0', static_cast<size_t>(header_len)))
     return corrupt_file(path + ": header is not valid JSON (it contains a NUL byte)");
   Json header;
+  std::set<std::string> top_keys;
+  std::string duplicate;  // a top-level key seen twice: JSON parsers would silently keep one of them
+  auto on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth == 1 && event == Json::parse_event_t::key && parsed.is_string() &&
+        !top_keys.insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = Json::parse(bytes + 8, bytes + file->data_start_);
+    header = Json::parse(bytes + 8, bytes + file->data_start_, on_event);
   } catch (const Json::exception& e) {
     return corrupt_file(path + ": header is not valid JSON (" + one_line(e.what()) + ")");
   }
-  if (!header.is_object()) return corrupt_file(path + ": header is " + json_kind(header) +
-                                               ", expected a JSON object");
+  if (!duplicate.empty())
+    return corrupt_file(path + ": tensor " + quoted_name(duplicate) + " appears twice in the header");
+  if (!header.is_object()) return corrupt_file(path + ": header is " + json_kind(header) + ", expected a JSON object");
 
   const uint64_t data_bytes = size - file->data_start_;
   for (const auto& [name, entry] : header.items()) {

@@ -54,7 +54,8 @@ Status SafetensorsArchive::open_index(const std::string& index_path) {
   if (!index.is_object()) return corrupt_file(index_path + ": expected a JSON object");
   auto wm = index.find("weight_map");
   if (wm == index.end()) return corrupt_file(index_path + ": missing 'weight_map'");
-  if (!wm->is_object()) return corrupt_file(index_path + ": 'weight_map' is " + json_kind(*wm) + ", expected an object");
+  if (!wm->is_object())
+    return corrupt_file(index_path + ": 'weight_map' is " + json_kind(*wm) + ", expected an object");
   if (wm->empty()) return corrupt_file(index_path + ": 'weight_map' is empty");
 
   std::map<std::string, std::vector<std::string>> by_shard;  // shard -> tensors mapped to it

@@ -28,12 +28,18 @@ inline std::string one_line(std::string_view s) {
 // "an object", "an array", "a string", "a number", "a boolean", "null".
 inline std::string json_kind(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::object: return "an object";
-    case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::string: return "a string";
-    case nlohmann::json::value_t::boolean: return "a boolean";
-    case nlohmann::json::value_t::null: return "null";
-    default: return "a number";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    default:
+      return "a number";
   }
 }
 

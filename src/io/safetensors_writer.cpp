@@ -93,8 +93,8 @@ Status SafetensorsWriter::write_tensor(std::string_view name, const void* data, 
   if (t.name != name) return fail(invalid_argument(at + "written out of order; expected " + quoted_name(t.name)));
   if (t.offset != written_) return fail(invalid_argument(at + "written after a partial write_bytes()"));
   if (nbytes != t.nbytes)
-    return fail(invalid_argument(at + std::to_string(nbytes) + " bytes given, " + std::to_string(t.nbytes) +
-                                 " declared"));
+    return fail(
+        invalid_argument(at + std::to_string(nbytes) + " bytes given, " + std::to_string(t.nbytes) + " declared"));
   FT_RETURN_IF_ERROR(write_bytes(data, nbytes));
   ++next_;
   return ok_status();

@@ -64,7 +64,8 @@ inline void expect_error(const Status& st, StatusCode code, std::initializer_lis
   EXPECT_EQ(status_code_name(st.code()), std::string(status_code_name(code))) << st.message();
   EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
   EXPECT_EQ(st.message().find('\r'), std::string::npos) << st.message();
-  for (const std::string& n : needles) EXPECT_NE(st.message().find(n), std::string::npos) << "'" << n << "' not in: " << st.message();
+  for (const std::string& n : needles)
+    EXPECT_NE(st.message().find(n), std::string::npos) << "'" << n << "' not in: " << st.message();
 }
 
 }  // namespace ft::test

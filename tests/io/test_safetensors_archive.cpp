@@ -24,8 +24,7 @@ using test::write_file;
 const std::string kModels = std::string(FT_TEST_DATA) + "/models";
 
 // A U8 tensor of n bytes whose byte i is (i * 31 + seed) mod 256.
-std::pair<std::string, Tensor> pattern_tensor(const std::string& name, std::initializer_list<int64_t> shape,
-                                              int seed) {
+std::pair<std::string, Tensor> pattern_tensor(const std::string& name, std::initializer_list<int64_t> shape, int seed) {
   auto t = Tensor::host(DType::kU8, shape);
   EXPECT_TRUE(t.ok());
   for (int64_t i = 0; i < t->numel(); ++i) t->ptr<uint8_t>()[i] = static_cast<uint8_t>(i * 31 + seed);
@@ -70,7 +69,8 @@ TEST(SafetensorsArchive, FixtureCheckpointsMatchTheirRawHeaders) {
     // Every tensor's entry appears verbatim, the header has no others, and they fill the data section.
     const std::vector<std::string> names = archive->names();
     EXPECT_EQ(names.size(), count_of(header, "\"data_offsets\""));
-    for (const std::string& name : names) EXPECT_NE(header.find(entry_text(*archive->find(name))), std::string::npos) << name;
+    for (const std::string& name : names)
+      EXPECT_NE(header.find(entry_text(*archive->find(name))), std::string::npos) << name;
     EXPECT_EQ(archive->total_bytes(), raw.size() - 8 - n);
   }
 }
@@ -100,9 +100,9 @@ TEST(SafetensorsArchive, Qwen3DenseKnownTensors) {
 
 TEST(SafetensorsArchive, SingleFileTensorsAreZeroCopyAndOutliveTheArchive) {
   TempDir dir;
-  ASSERT_TRUE(write_safetensors(dir.file("model.safetensors"),
-                                {pattern_tensor("a", {3, 5}, 1), pattern_tensor("b", {7}, 2)})
-                  .ok());
+  ASSERT_TRUE(
+      write_safetensors(dir.file("model.safetensors"), {pattern_tensor("a", {3, 5}, 1), pattern_tensor("b", {7}, 2)})
+          .ok());
   Tensor a;
   {
     auto archive = SafetensorsArchive::open_dir(dir.path());
@@ -127,9 +127,8 @@ TEST(SafetensorsArchive, ShardedCheckpoint) {
                                 {pattern_tensor("x.0", {4}, 1), pattern_tensor("x.1", {2, 2}, 2)})
                   .ok());
   // Over 4 MiB so that read_into splits it across the pool.
-  ASSERT_TRUE(write_safetensors(dir.file("model-00002-of-00002.safetensors"),
-                                {pattern_tensor("y", {(5 << 20) + 3}, 3)})
-                  .ok());
+  ASSERT_TRUE(
+      write_safetensors(dir.file("model-00002-of-00002.safetensors"), {pattern_tensor("y", {(5 << 20) + 3}, 3)}).ok());
   write_file(dir.file("model.safetensors.index.json"),
              R"({"metadata":{"total_size":5242895},"weight_map":{"x.0":"model-00001-of-00002.safetensors",)"
              R"("x.1":"model-00001-of-00002.safetensors","y":"model-00002-of-00002.safetensors"}})");
@@ -219,17 +218,19 @@ TEST_F(BrokenIndex, WellFormedIndexOpens) {
 }
 
 TEST_F(BrokenIndex, ShardMissing) {
-  expect_error(open_with_index(R"({"weight_map":{"a":"s1.safetensors","b":"s9.safetensors"}})"),
-               StatusCode::kNotFound, {index_, "shard 's9.safetensors' of tensor 'b' does not exist"});
+  expect_error(open_with_index(R"({"weight_map":{"a":"s1.safetensors","b":"s9.safetensors"}})"), StatusCode::kNotFound,
+               {index_, "shard 's9.safetensors' of tensor 'b' does not exist"});
 }
 
 TEST_F(BrokenIndex, TensorNotInItsShard) {
   expect_error(open_with_index(R"({"weight_map":{"a":"s1.safetensors","b":"s1.safetensors"}})"),
-               StatusCode::kCorruptFile, {index_, "tensor 'b' is mapped to 's1.safetensors' but that shard does not hold it"});
+               StatusCode::kCorruptFile,
+               {index_, "tensor 'b' is mapped to 's1.safetensors' but that shard does not hold it"});
 }
 
 TEST_F(BrokenIndex, TensorInTwoShards) {
-  ASSERT_TRUE(write_safetensors(dir_.file("s3.safetensors"), {pattern_tensor("a", {2}, 0), pattern_tensor("c", {2}, 0)}).ok());
+  ASSERT_TRUE(
+      write_safetensors(dir_.file("s3.safetensors"), {pattern_tensor("a", {2}, 0), pattern_tensor("c", {2}, 0)}).ok());
   expect_error(open_with_index(R"({"weight_map":{"a":"s1.safetensors","b":"s2.safetensors","c":"s3.safetensors"}})"),
                StatusCode::kCorruptFile, {"tensor 'a' is in both", "s1.safetensors", "s3.safetensors"});
 }

@@ -32,12 +32,11 @@ class SafetensorsReader : public ::testing::Test {
 
 TEST_F(SafetensorsReader, ReadsHandBuiltFileAsWritten) {
   // Tensors in header order a, s, f, e; data: a = 6 f32 (24 bytes), s = bf16 scalar (2), f = 5 fp4 (3), e = empty.
-  const std::string header =
-      R"({"__metadata__":{"format":"pt","k":"v"},)"
-      R"("z.a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-      R"("s":{"dtype":"BF16","shape":[],"data_offsets":[24,26]},)"
-      R"("f":{"dtype":"F4","shape":[5],"data_offsets":[26,29]},)"
-      R"("e":{"dtype":"I32","shape":[0,4],"data_offsets":[29,29]}}   )";
+  const std::string header = R"({"__metadata__":{"format":"pt","k":"v"},)"
+                             R"("z.a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("s":{"dtype":"BF16","shape":[],"data_offsets":[24,26]},)"
+                             R"("f":{"dtype":"F4","shape":[5],"data_offsets":[26,29]},)"
+                             R"("e":{"dtype":"I32","shape":[0,4],"data_offsets":[29,29]}}   )";
   std::string data;
   for (int i = 0; i < 29; ++i) data.push_back(static_cast<char>(i + 1));
   write_file(path_, safetensors_bytes(header, data));
@@ -68,9 +67,7 @@ TEST_F(SafetensorsReader, ReadsHandBuiltFileAsWritten) {
   EXPECT_EQ(f.data_section(), f.mapping().data() + 8 + header.size());
 }
 
-TEST_F(SafetensorsReader, EmptyHeaderObjectIsAValidEmptyFile) {
-  ASSERT_TRUE(open_bytes("{}      ", "").ok());
-}
+TEST_F(SafetensorsReader, EmptyHeaderObjectIsAValidEmptyFile) { ASSERT_TRUE(open_bytes("{}      ", "").ok()); }
 
 TEST_F(SafetensorsReader, MissingFileIsNotFound) {
   expect_error(SafetensorsFile::open(dir_.file("none.safetensors")).status(), StatusCode::kNotFound,
@@ -109,6 +106,12 @@ TEST_F(SafetensorsReader, DeeplyNestedHeaderIsRefusedWithoutCrashing) {
   expect_tensor_error(deep, "abcd", StatusCode::kCorruptFile, "'shape' holds an array");
 }
 
+TEST_F(SafetensorsReader, DuplicateTensorName) {
+  expect_tensor_error(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                      R"("w":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
+                      "abcd", StatusCode::kCorruptFile, "appears twice in the header");
+}
+
 TEST_F(SafetensorsReader, HeaderNotAnObject) {
   expect_error(open_bytes("[1, 2]", ""), StatusCode::kCorruptFile, {path_, "expected a JSON object"});
 }
@@ -140,20 +143,20 @@ TEST_F(SafetensorsReader, WrongJsonTypes) {
 }
 
 TEST_F(SafetensorsReader, UnknownDtypeIsUnsupported) {
-  expect_tensor_error(R"({"w":{"dtype":"Q4_K","shape":[1],"data_offsets":[0,4]}})", "abcd",
-                      StatusCode::kUnsupported, "unknown dtype 'Q4_K'");
+  expect_tensor_error(R"({"w":{"dtype":"Q4_K","shape":[1],"data_offsets":[0,4]}})", "abcd", StatusCode::kUnsupported,
+                      "unknown dtype 'Q4_K'");
 }
 
 TEST_F(SafetensorsReader, NegativeDimension) {
-  expect_tensor_error(R"({"w":{"dtype":"F32","shape":[-2,3],"data_offsets":[0,4]}})", "abcd",
-                      StatusCode::kCorruptFile, "negative dimension -2");
+  expect_tensor_error(R"({"w":{"dtype":"F32","shape":[-2,3],"data_offsets":[0,4]}})", "abcd", StatusCode::kCorruptFile,
+                      "negative dimension -2");
 }
 
 TEST_F(SafetensorsReader, ElementCountOverflow) {
   // 2^40 * 2^40 elements, a dimension beyond int64, and 2^62 * 8 elements all overflow the count.
   for (const char* shape : {"[1099511627776,1099511627776]", "[18446744073709551615]", "[4611686018427387904,8]"})
-    expect_tensor_error(std::string(R"({"w":{"dtype":"F32","shape":)") + shape + R"(,"data_offsets":[0,4]}})",
-                        "abcd", StatusCode::kCorruptFile, "overflows");
+    expect_tensor_error(std::string(R"({"w":{"dtype":"F32","shape":)") + shape + R"(,"data_offsets":[0,4]}})", "abcd",
+                        StatusCode::kCorruptFile, "overflows");
   // 2^60 f64 elements fit in int64 but their 2^66 bytes do not.
   expect_tensor_error(R"({"w":{"dtype":"F64","shape":[1152921504606846976],"data_offsets":[0,4]}})", "abcd",
                       StatusCode::kCorruptFile, "byte size of shape [1152921504606846976] overflows");
@@ -173,11 +176,11 @@ TEST_F(SafetensorsReader, OffsetsBeyondDataSection) {
 }
 
 TEST_F(SafetensorsReader, SizeDisagreesWithDtypeAndShape) {
-  expect_tensor_error(R"({"w":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}})", "abcd",
-                      StatusCode::kCorruptFile, "data_offsets [0, 4) hold 4 bytes but BF16 [3] needs 6");
+  expect_tensor_error(R"({"w":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}})", "abcd", StatusCode::kCorruptFile,
+                      "data_offsets [0, 4) hold 4 bytes but BF16 [3] needs 6");
   // fp4 packs two per byte: 5 elements take 3 bytes.
-  expect_tensor_error(R"({"w":{"dtype":"F4","shape":[5],"data_offsets":[0,2]}})", "abcd",
-                      StatusCode::kCorruptFile, "hold 2 bytes but F4 [5] needs 3");
+  expect_tensor_error(R"({"w":{"dtype":"F4","shape":[5],"data_offsets":[0,2]}})", "abcd", StatusCode::kCorruptFile,
+                      "hold 2 bytes but F4 [5] needs 3");
   EXPECT_TRUE(open_bytes(R"({"w":{"dtype":"F4","shape":[5],"data_offsets":[0,3]}})", "abc").ok());
 }
 

@@ -148,7 +148,8 @@ TEST(SafetensorsWriter, RefusesMisuseAndLeavesNoFile) {
     SafetensorsWriter w(path);
     ASSERT_TRUE(w.add("a", DType::kU8, {2}).ok());
     ASSERT_TRUE(w.begin().ok());
-    expect_error(w.write_bytes("xyz", 3), StatusCode::kInvalidArgument, {path, "past the declared 2-byte data section"});
+    expect_error(w.write_bytes("xyz", 3), StatusCode::kInvalidArgument,
+                 {path, "past the declared 2-byte data section"});
   }
   {
     SafetensorsWriter w(path);

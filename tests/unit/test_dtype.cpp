@@ -160,7 +160,8 @@ TEST(DTypeDecode, EveryCodeMatchesTheSpecFormula) {
     for (uint32_t code = 0; code < c.n_codes; ++code) {
       const double want = spec_value(c.spec, code), got = c.decode(code);
       const bool ok = std::isnan(want) ? std::isnan(got) : got == want && std::signbit(got) == std::signbit(want);
-      if (!ok && ++bad <= 10) ADD_FAILURE() << c.name << " code 0x" << std::hex << code << std::dec << ": " << got << " != " << want;
+      if (!ok && ++bad <= 10)
+        ADD_FAILURE() << c.name << " code 0x" << std::hex << code << std::dec << ": " << got << " != " << want;
     }
     EXPECT_EQ(bad, 0) << c.name;
   }
@@ -197,17 +198,20 @@ TEST(DTypeDecode, AnchorValues) {
 
 TEST(DTypeEncode, F16NearestEvenOverflowToInfinity) {
   auto dec = [](uint32_t c) { return double{f16_to_f32(static_cast<uint16_t>(c))}; };
-  check_encoder(positive_grid(dec, 0x8000), 0x8000, [](float x) { return uint32_t{f32_to_f16(x)}; }, dec, 0x7c00, 1);
+  check_encoder(
+      positive_grid(dec, 0x8000), 0x8000, [](float x) { return uint32_t{f32_to_f16(x)}; }, dec, 0x7c00, 1);
 }
 
 TEST(DTypeEncode, BF16NearestEvenOverflowToInfinity) {
   auto dec = [](uint32_t c) { return double{bf16_to_f32(static_cast<uint16_t>(c))}; };
-  check_encoder(positive_grid(dec, 0x8000), 0x8000, [](float x) { return uint32_t{f32_to_bf16(x)}; }, dec, 0x7f80, 2);
+  check_encoder(
+      positive_grid(dec, 0x8000), 0x8000, [](float x) { return uint32_t{f32_to_bf16(x)}; }, dec, 0x7f80, 2);
 }
 
 TEST(DTypeEncode, E4M3NearestEvenOverflowToNaN) {
   auto dec = [](uint32_t c) { return double{e4m3_to_f32(static_cast<uint8_t>(c))}; };
-  check_encoder(positive_grid(dec, 0x80), 0x80, [](float x) { return uint32_t{f32_to_e4m3(x)}; }, dec, 0x7f, 3);
+  check_encoder(
+      positive_grid(dec, 0x80), 0x80, [](float x) { return uint32_t{f32_to_e4m3(x)}; }, dec, 0x7f, 3);
   // As c10: up to 464 rounds to 448, above it to NaN; infinities are NaN.
   EXPECT_EQ(f32_to_e4m3(464.0f), 0x7e);
   EXPECT_TRUE(std::isnan(e4m3_to_f32(f32_to_e4m3(464.01f))));
@@ -217,7 +221,8 @@ TEST(DTypeEncode, E4M3NearestEvenOverflowToNaN) {
 
 TEST(DTypeEncode, E5M2NearestEvenOverflowToInfinity) {
   auto dec = [](uint32_t c) { return double{e5m2_to_f32(static_cast<uint8_t>(c))}; };
-  check_encoder(positive_grid(dec, 0x80), 0x80, [](float x) { return uint32_t{f32_to_e5m2(x)}; }, dec, 0x7c, 4);
+  check_encoder(
+      positive_grid(dec, 0x80), 0x80, [](float x) { return uint32_t{f32_to_e5m2(x)}; }, dec, 0x7c, 4);
   EXPECT_EQ(f32_to_e5m2(61439.0f), 0x7b);
   EXPECT_EQ(f32_to_e5m2(61440.0f), 0x7c);
   EXPECT_EQ(f32_to_e5m2(-std::numeric_limits<float>::infinity()), 0xfc);
@@ -225,7 +230,8 @@ TEST(DTypeEncode, E5M2NearestEvenOverflowToInfinity) {
 
 TEST(DTypeEncode, E2M1NearestEvenSaturatesAtSix) {
   auto dec = [](uint32_t c) { return double{e2m1_to_f32(static_cast<uint8_t>(c))}; };
-  check_encoder(positive_grid(dec, 8), 8, [](float x) { return uint32_t{f32_to_e2m1(x)}; }, dec, std::nullopt, 5);
+  check_encoder(
+      positive_grid(dec, 8), 8, [](float x) { return uint32_t{f32_to_e2m1(x)}; }, dec, std::nullopt, 5);
   EXPECT_EQ(f32_to_e2m1(0.25f), 0x0);  // tie between 0 and 0.5 -> even code 0
   EXPECT_EQ(f32_to_e2m1(2.5f), 0x4);   // tie between 2 and 3 -> 2
   EXPECT_EQ(f32_to_e2m1(5.0f), 0x6);   // tie between 4 and 6 -> 4
@@ -260,8 +266,8 @@ TEST(DTypeEncode, UE8M0NearestPowerOfTwoTiesToEvenCode) {
   }
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(f32_to_ue8m0(1.0f), 127);
-  EXPECT_EQ(f32_to_ue8m0(1.5f), 128);   // tie between codes 127 and 128 -> 128
-  EXPECT_EQ(f32_to_ue8m0(3.0f), 128);   // tie between codes 128 and 129 -> 128
+  EXPECT_EQ(f32_to_ue8m0(1.5f), 128);  // tie between codes 127 and 128 -> 128
+  EXPECT_EQ(f32_to_ue8m0(3.0f), 128);  // tie between codes 128 and 129 -> 128
   EXPECT_EQ(f32_to_ue8m0(0.0f), 0);
   EXPECT_EQ(f32_to_ue8m0(-4.0f), 0);
   EXPECT_EQ(f32_to_ue8m0(std::numeric_limits<float>::infinity()), 0xff);

@@ -102,8 +102,8 @@ TEST(Tensor, RowsUniformForASliceOfRows) {
 TEST(Tensor, SubByteSlices) {
   Tensor t = Tensor::host(DType::kF4E2M1, {4, 6}).value();
   EXPECT_EQ(t.nbytes(), 12u);
-  EXPECT_EQ(t.slice(0, 1, 2).offset, 3u);     // 6 nibbles = 3 bytes
-  EXPECT_EQ(t.slice(1, 2, 2).offset, 1u);     // 2 nibbles
+  EXPECT_EQ(t.slice(0, 1, 2).offset, 3u);  // 6 nibbles = 3 bytes
+  EXPECT_EQ(t.slice(1, 2, 2).offset, 1u);  // 2 nibbles
   EXPECT_DEATH(t.slice(1, 1, 2), "slice splits a byte");
 }
 
