@@ -21,6 +21,7 @@ Tokenizer::~Tokenizer() = default;
 Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (!fs::exists(path, ec)) return not_found("tokenizer not found: " + path);
   const bool is_dir = fs::is_directory(path, ec);
   const std::string json_path = is_dir ? (fs::path(path) / "tokenizer.json").string() : path;
   if (!fs::exists(json_path, ec)) return not_found("tokenizer file not found: " + json_path);
