@@ -120,7 +120,7 @@ Result<Value> Evaluator::eval(const Expr& e, const ScopePtr& scope) {
         FT_ASSIGN_OR_RETURN(Value v, eval(*x, scope));
         items.push_back(std::move(v));
       }
-      return Value::from_list(std::move(items));
+      return e.type == T::kTuple ? Value::from_tuple(std::move(items)) : Value::from_list(std::move(items));
     }
     case T::kDict: {
       Dict d;

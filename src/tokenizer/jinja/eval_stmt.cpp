@@ -139,10 +139,6 @@ Status Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::string& ou
   }
   if (items.empty()) return exec(s.else_body, child(scope), out);
   const int64_t n = static_cast<int64_t>(items.size());
-  const Value* outer_loop = scope->find("loop");
-  int64_t depth = outer_loop && outer_loop->kind == Kind::kNamespace && outer_loop->dict->find("depth")
-                      ? outer_loop->dict->find("depth")->as_int() + 1
-                      : 1;
   for (int64_t i = 0; i < n; ++i) {
     auto body_scope = child(scope);
     Dict loop;
@@ -153,8 +149,8 @@ Status Evaluator::exec_for(const Stmt& s, const ScopePtr& scope, std::string& ou
     loop.set("first", Value::from_bool(i == 0));
     loop.set("last", Value::from_bool(i == n - 1));
     loop.set("length", Value::from_int(n));
-    loop.set("depth", Value::from_int(depth));
-    loop.set("depth0", Value::from_int(depth - 1));
+    loop.set("depth", Value::from_int(1));  // loops are never recursive here
+    loop.set("depth0", Value::from_int(0));
     loop.set("previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item"));
     loop.set("nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
     loop.set("cycle", Value::from_function([i](const CallArgs& a) -> Result<Value> {

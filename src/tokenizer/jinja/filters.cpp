@@ -11,7 +11,7 @@ namespace {
 
 const Value kNoValue;
 
-const Value& arg_or(const CallArgs& a, size_t i, const char* name, const Value& def = kNoValue) {
+Value arg_or(const CallArgs& a, size_t i, const char* name, const Value& def = kNoValue) {
   const Value* v = a.arg(i, name);
   return v ? *v : def;
 }
@@ -22,10 +22,10 @@ std::string soft_str(const Value& v) { return to_str(v); }
 Result<Value> do_tojson(const Value& input, const CallArgs& a) {
   DumpOptions o;
   o.ensure_ascii = arg_or(a, 0, "ensure_ascii").truthy();
-  const Value& indent = arg_or(a, 1, "indent");
+  const Value indent = arg_or(a, 1, "indent");
   if (indent.is_integral()) o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.as_int())), ' ');
   else if (indent.is_string()) o.indent = indent.str;
-  const Value& seps = arg_or(a, 2, "separators");
+  const Value seps = arg_or(a, 2, "separators");
   if (seps.is_list() && seps.list->size() == 2) {
     o.item_separator = to_str((*seps.list)[0]);
     o.key_separator = to_str((*seps.list)[1]);
@@ -38,7 +38,7 @@ Result<Value> do_tojson(const Value& input, const CallArgs& a) {
 Result<Value> do_join(const Value& input, const CallArgs& a) {
   FT_ASSIGN_OR_RETURN(List items, iterate(input));
   std::string sep = arg_or(a, 0, "d").is_string() ? arg_or(a, 0, "d").str : "";
-  const Value& attr = arg_or(a, 1, "attribute");
+  const Value attr = arg_or(a, 1, "attribute");
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     Value item = items[i];
@@ -52,7 +52,7 @@ Result<Value> do_join(const Value& input, const CallArgs& a) {
 }
 
 Result<Value> do_indent(const Value& input, const CallArgs& a) {
-  const Value& width = arg_or(a, 0, "width", Value::from_int(4));
+  const Value width = arg_or(a, 0, "width", Value::from_int(4));
   std::string ind = width.is_string() ? width.str : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
   bool first = arg_or(a, 1, "first").truthy(), blank = arg_or(a, 2, "blank").truthy();
   std::vector<std::string> lines = py_splitlines(soft_str(input) + "\n");
@@ -154,7 +154,7 @@ Result<List> sorted(List items, const Value& attr, bool case_sensitive, bool rev
 }
 
 Result<Value> number_filter(const Value& input, const CallArgs& a, bool to_int) {
-  const Value& def = arg_or(a, 0, "default", to_int ? Value::from_int(0) : Value::from_float(0.0));
+  const Value def = arg_or(a, 0, "default", to_int ? Value::from_int(0) : Value::from_float(0.0));
   if (input.is_number()) return to_int ? Value::from_int(static_cast<int64_t>(input.as_double())) : Value::from_float(input.as_double());
   if (!input.is_string()) return def;
   std::string s = py_strip(input.str, std::nullopt, true, true);
@@ -190,7 +190,7 @@ Result<Value> apply_filter(const std::string& name, const Value& input, const Ca
   if (name == "safe") return input;
   if (name == "string") return Value::from_string(soft_str(input));
   if (name == "trim") {
-    const Value& chars = arg_or(a, 0, "chars");
+    const Value chars = arg_or(a, 0, "chars");
     return Value::from_string(py_strip(soft_str(input), chars.is_string() ? std::optional<std::string_view>(chars.str)
                                                                           : std::nullopt, true, true));
   }
@@ -214,9 +214,9 @@ Result<Value> apply_filter(const std::string& name, const Value& input, const Ca
     return Value::from_string(out);
   }
   if (name == "replace") {
-    const Value& old = arg_or(a, 0, "old");
-    const Value& repl = arg_or(a, 1, "new");
-    const Value& count = arg_or(a, 2, "count");
+    const Value old = arg_or(a, 0, "old");
+    const Value repl = arg_or(a, 1, "new");
+    const Value count = arg_or(a, 2, "count");
     return Value::from_string(py_replace(soft_str(input), soft_str(old), soft_str(repl),
                                          count.is_integral() ? count.as_int() : -1));
   }
@@ -259,7 +259,7 @@ Result<Value> apply_filter(const std::string& name, const Value& input, const Ca
     int64_t precision = arg_or(a, 0, "precision", Value::from_int(0)).as_int();
     std::string method = arg_or(a, 1, "method", Value::from_string("common")).str;
     double scale = std::pow(10.0, static_cast<double>(precision)), x = input.as_double() * scale;
-    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
+    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);  // Python rounds halves to even
     return Value::from_float(r / scale);
   }
   if (name == "escape" || name == "e") return Value::from_string(html_escape(soft_str(input)));
@@ -336,7 +336,7 @@ Result<Value> apply_filter(const std::string& name, const Value& input, const Ca
     return Value::from_list(std::move(out));
   }
   if (name == "attr") {
-    const Value& key = arg_or(a, 0, "name");
+    const Value key = arg_or(a, 0, "name");
     return get_attribute(input, soft_str(key));
   }
   return unsupported("no filter named '" + name + "'");

@@ -127,7 +127,7 @@ bool is_string_method(const std::string& n) {
 
 Value dict_items(const Dict& d) {
   List l;
-  for (const auto& [k, v] : d.items) l.push_back(Value::from_list({Value::from_string(k), v}));
+  for (const auto& [k, v] : d.items) l.push_back(Value::from_tuple({Value::from_string(k), v}));
   return Value::from_list(std::move(l));
 }
 

@@ -120,12 +120,13 @@ std::string to_repr(const Value& v) {
   switch (v.kind) {
     case Kind::kString: return string_repr(v.str);
     case Kind::kList: {
-      std::string out = "[";
+      std::string out = v.tuple ? "(" : "[";
       for (size_t i = 0; i < v.list->size(); ++i) {
         if (i) out += ", ";
         out += to_repr((*v.list)[i]);
       }
-      return out + "]";
+      if (v.tuple && v.list->size() == 1) out += ",";
+      return out + (v.tuple ? ")" : "]");
     }
     case Kind::kDict: {
       std::string out = "{";

@@ -41,6 +41,7 @@ struct Value {
   int64_t integer = 0;
   double number = 0;
   std::string str;  // the string; for undefined, what was missing (for error messages)
+  bool tuple = false;  // a list that prints as a Python tuple: (1, 2)
   std::shared_ptr<List> list;
   std::shared_ptr<Dict> dict;  // dict and namespace attributes
   std::shared_ptr<Function> fn;
@@ -54,6 +55,7 @@ struct Value {
   static Value from_list(List l) {
     Value v; v.kind = Kind::kList; v.list = std::make_shared<List>(std::move(l)); return v;
   }
+  static Value from_tuple(List l) { Value v = from_list(std::move(l)); v.tuple = true; return v; }
   static Value from_dict(Dict d) {
     Value v; v.kind = Kind::kDict; v.dict = std::make_shared<Dict>(std::move(d)); return v;
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Reference renderer: real Jinja2 set up exactly as transformers' apply_chat_template sets it up
-# (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, tojson with ensure_ascii=False,
+# (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, the {% generation %} tag, tojson with ensure_ascii=False,
 # raise_exception, strftime_now), used to produce the expected outputs of our C++ renderer at test time.
 #
 # usage: render.py JOBS.json OUT.json
@@ -19,6 +19,20 @@ from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 
+class AssistantTracker(jinja2.ext.Extension):
+    """transformers' {% generation %} tag; rendering only needs its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return nodes.CallBlock(self.call_method("_render"), [], [], body).set_lineno(lineno)
+
+    def _render(self, caller):
+        return caller()
+
+
 def make_env():
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -29,7 +43,7 @@ def make_env():
     def strftime_now(format):
         return datetime.now().strftime(format)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[AssistantTracker, jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
