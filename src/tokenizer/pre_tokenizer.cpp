@@ -69,9 +69,14 @@ SpanFinder char_spans(bool (*pred)(uint32_t)) {
   };
 }
 
+// tokenizers' is_punc: ASCII punctuation or general category P*, from the unicode_categories crate,
+// whose tables are Unicode 9.0: later characters (e.g. U+061D, Unicode 14) are not punctuation there.
 bool is_punctuation(uint32_t cp) {
   if (cp < 0x80) return cp > 0x20 && cp < 0x7f && !std::isalnum(static_cast<int>(cp));
-  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & U_GC_P_MASK) != 0;
+  const auto c = static_cast<UChar32>(cp);
+  UVersionInfo age;
+  u_charAge(c, age);
+  return age[0] <= 9 && (U_GET_GC_MASK(c) & U_GC_P_MASK) != 0;
 }
 
 class Split final : public PreTokenizer {

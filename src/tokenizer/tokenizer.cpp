@@ -71,6 +71,7 @@ Status Tokenizer::load_tokenizer_json(const std::string& path) {
         if (tok.normalized) {
           std::string pattern = tok.content;
           if (normalizer_) normalizer_->normalize(pattern);
+          added_by_id_[tok.id] = pattern;  // tokenizers stores (and decodes) the normalized content
           normalized_patterns.push_back(std::move(pattern));
           normalized.push_back(std::move(tok));
         } else {
