@@ -35,6 +35,37 @@ Status SequenceKv::reserve(PagePool& pool, int32_t page_size, int32_t extra) {
   return pool.allocate(need_pages - have, pages_);
 }
 
+Status KvCache::copy_page(Backend& backend, int32_t src, int32_t dst) const {
+  for (size_t l = 0; l < k_.size(); ++l) {
+    if (!k_[l].defined()) continue;
+    FT_RETURN_IF_ERROR(backend.copy(k_[l].select(0, src), k_[l].select(0, dst)));
+    FT_RETURN_IF_ERROR(backend.copy(v_[l].select(0, src), v_[l].select(0, dst)));
+  }
+  return ok_status();
+}
+
+Result<SequenceKv> SequenceKv::fork(PagePool& pool, int32_t page_size, const KvCache& cache, Backend& backend) const {
+  SequenceKv child;
+  const bool partial_last = n_tokens_ % page_size != 0;
+  const size_t shared = partial_last ? pages_.size() - 1 : pages_.size();
+  if (partial_last) {
+    FT_ASSIGN_OR_RETURN(int32_t copy, pool.allocate());
+    Status st = cache.copy_page(backend, pages_.back(), copy);
+    if (!st.ok()) {
+      pool.release(copy);
+      return st;
+    }
+    for (size_t i = 0; i < shared; ++i) pool.retain(pages_[i]);
+    child.pages_.assign(pages_.begin(), pages_.begin() + static_cast<long>(shared));
+    child.pages_.push_back(copy);
+  } else {
+    for (int32_t p : pages_) pool.retain(p);
+    child.pages_ = pages_;
+  }
+  child.n_tokens_ = n_tokens_;
+  return child;
+}
+
 void SequenceKv::release(PagePool& pool) {
   for (int32_t p : pages_) pool.release(p);
   pages_.clear();

@@ -28,6 +28,8 @@ class KvCache {
   const PagePool& pool() const { return pool_; }
   const Tensor& k(int64_t layer) const { return k_[static_cast<size_t>(layer)]; }  // [n_pages, page_size, n_kv, hd_k]
   const Tensor& v(int64_t layer) const { return v_[static_cast<size_t>(layer)]; }  // [n_pages, page_size, n_kv, hd_v]
+  // Copies page `src` to page `dst` in every layer (copy-on-fork of a partly filled page).
+  Status copy_page(Backend& backend, int32_t src, int32_t dst) const;
 
  private:
   KvCache(int32_t n_pages, int32_t page_size) : page_size_(page_size), pool_(n_pages) {}
@@ -45,6 +47,9 @@ class SequenceKv {
   Status reserve(PagePool& pool, int32_t page_size, int32_t extra);
   // Commits tokens whose keys were stored.
   void advance(int32_t n) { n_tokens_ += n; }
+  // A sequence sharing this one's tokens: full pages are shared (retained), a partly filled last page is
+  // copied into a new page with `copy_page`.
+  Result<SequenceKv> fork(PagePool& pool, int32_t page_size, const KvCache& cache, Backend& backend) const;
   // Slot (page * page_size + row) of token position p.
   int32_t slot(int32_t position, int32_t page_size) const {
     return pages_[static_cast<size_t>(position / page_size)] * page_size + position % page_size;

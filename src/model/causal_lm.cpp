@@ -86,7 +86,7 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   if (S <= 0 || S > options_.max_seqs) return invalid_argument("step of " + std::to_string(S) + " sequences");
   if (b.max_pages > P) return invalid_argument("sequence longer than the page table");
   if (b.positions.size() != b.tokens.size() || b.slots.size() != b.tokens.size() ||
-      b.q_start.size() != static_cast<size_t>(S + 1) || b.q_start.back() != n || b.logit_rows.empty() ||
+      b.q_start.size() != static_cast<size_t>(S + 1) || b.q_start.back() != n ||
       b.page_table.size() != static_cast<size_t>(S * b.max_pages))
     return invalid_argument("inconsistent forward batch");
   for (int32_t t : b.tokens)
@@ -107,7 +107,7 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   step.tokens = tokens_.slice(0, 0, n);
   step.positions = positions_.slice(0, 0, n);
   step.slots = slots_.slice(0, 0, n);
-  step.logit_rows = logit_rows_.slice(0, 0, static_cast<int64_t>(b.logit_rows.size()));
+  step.logit_rows = logit_rows_.slice(0, 0, static_cast<int64_t>(b.logit_rows.size()));  // may be empty
   step.meta.q_start = q_start_.slice(0, 0, S + 1);
   step.meta.kv_len = kv_len_.slice(0, 0, S);
   step.meta.page_table = page_table_.slice(0, 0, S);
@@ -127,6 +127,7 @@ Status CausalLm::forward(const ForwardBatch& batch, KvCache& kv, const Tensor& l
   FT_RETURN_IF_ERROR(ops.embedding(embed_, step.tokens, x, s));
   LayerContext ctx{ops, s, step, kv};
   for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, x, h, h2));
+  if (r == 0) return s.synchronize();  // a step of prefill chunks that end no prompt
   const Tensor last = rows(final_rows_, r);
   FT_RETURN_IF_ERROR(ops.embedding(x, step.logit_rows, last, s));  // gather the wanted rows
   FT_RETURN_IF_ERROR(ops.rms_norm(last, final_norm_, last, final_norm_params_, s));

@@ -14,6 +14,8 @@ namespace ft {
 class CausalLm : public Model {
  public:
   Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) override;
+  size_t weight_bytes() const override { return weight_bytes_; }
+  size_t workspace_bytes() const override { return workspace_ ? workspace_->size() : 0; }
 
  protected:
   CausalLm(ModelConfig config, ModelOptions options, Backend& backend)
@@ -32,6 +34,7 @@ class CausalLm : public Model {
   Backend& backend_;
   LayerScratch scratch_;
   RmsNormParams final_norm_params_;
+  size_t weight_bytes_ = 0;  // set by the architecture once its weights are loaded
 
  private:
   Status plan_workspace();

@@ -31,6 +31,9 @@ class Model {
   // Runs the batch: stores its keys and values in `kv`, writes logits [batch.logit_rows.size(), vocab] f32
   // into `logits` (a tensor of this model's backend with at least that many rows).
   virtual Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) = 0;
+  // Bytes of weights and of the planned activation workspace, for the memory plan.
+  virtual size_t weight_bytes() const = 0;
+  virtual size_t workspace_bytes() const = 0;
 
  protected:
   Model(ModelConfig config, ModelOptions options) : config_(std::move(config)), options_(options) {}

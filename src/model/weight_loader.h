@@ -28,6 +28,7 @@ class WeightLoader {
   // up rows) and down [n_expert, d, inter].
   Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d);
   Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter);
+  size_t loaded_bytes() const { return loaded_bytes_; }
   // Names of checkpoint tensors never asked for (a sign of a wrong architecture mapping).
   std::vector<std::string> unused() const;
 

@@ -22,6 +22,7 @@ class Qwen3Model final : public CausalLm {
     std::unique_ptr<Qwen3Model> m(new Qwen3Model(c, options, be));
     WeightLoader w(ckpt, be, options.act_dtype, options.show_progress);
     FT_RETURN_IF_ERROR(m->load(w));
+    m->weight_bytes_ = w.loaded_bytes();
     for (const auto& name : w.unused()) FT_LOG(kWarn) << "unused checkpoint tensor " << name;
     return std::unique_ptr<Model>(std::move(m));
   }

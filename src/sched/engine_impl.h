@@ -1,0 +1,64 @@
+// EngineImpl: the Engine behind include/freetoken/engine.h — one thread owns the device, the model and the
+// scheduler; callers talk to it through an inbox and per-request StreamChannels.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "engine/memory_plan.h"
+#include "freetoken/engine.h"
+#include "model/model.h"
+#include "sched/scheduler.h"
+
+namespace ft {
+
+inline constexpr int32_t kMaxChoices = 16;
+inline constexpr int32_t kMaxLogprobs = 20;
+
+class EngineImpl final : public Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  ~EngineImpl() override;
+
+  Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;
+  void abort(uint64_t id) override;
+  EngineStats stats() const override;
+  std::string plan() const override { return plan_.describe(); }
+  int32_t context_length() const override { return context_; }
+  int64_t vocab_size() const override { return model_->config().vocab_size; }
+  std::vector<int32_t> eos_token_ids() const override { return model_->config().eos_token_ids; }
+  void shutdown() override;
+
+ private:
+  EngineImpl() = default;
+  Status validate(const GenerateRequest& r) const;
+  void loop();
+  void run_step(StepPlan& plan);
+  // Samples the next token of every choice an entry ends (forking n > 1 choices first).
+  void sample_entry(const StepEntry& e, const float* logits_row);
+  void emit_token(Request& r, Choice& c, const SampleResult& s);
+  void update_stats(const StepPlan& plan, double seconds);
+
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  MemoryPlan plan_;
+  int32_t context_ = 0;
+  Tensor logits_;                  // [max_seqs, vocab] f32 on the device
+  std::vector<float> host_logits_; // [rows, vocab]
+  std::vector<float> row_copy_;
+
+  mutable std::mutex mutex_;       // guards the inbox, aborts and stats
+  std::condition_variable wake_;
+  std::vector<std::unique_ptr<Request>> inbox_;
+  std::vector<uint64_t> abort_inbox_;
+  bool stop_ = false;
+  EngineStats stats_;
+  std::atomic<uint64_t> next_id_{1};
+  std::thread thread_;
+};
+
+}  // namespace ft
