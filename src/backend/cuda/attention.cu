@@ -1,0 +1,218 @@
+// attention: causal GQA over the paged KV cache, prefill and decode alike, fp32 online softmax. One block per
+// (query row, head, split): the keys of the row's window are divided into n_split ranges (decode: enough
+// blocks to fill the GPU); each block scores 128 keys at a time (a thread per key), rescales its running
+// max/sum and accumulates p * V (a thread per value dim). With several splits a second kernel merges the
+// partials. Every sequence length comes from device memory, and the split count from host-known shapes
+// only, so the launch is the same from step to step (CUDA-graph replay).
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/vec_load.cuh"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kThreads = 128;     // keys per tile, and value dims per pass
+constexpr int kMaxDimSlots = 4;   // hd_v <= kThreads * kMaxDimSlots
+constexpr int kMaxSplit = 32;
+
+struct AttnArgs {
+  const void* q;
+  int64_t q_tok, q_head;
+  const void* k_cache;
+  const void* v_cache;
+  void* out;
+  int64_t o_tok, o_head;
+  const int32_t* q_start;
+  const int32_t* kv_len;
+  const int32_t* page_table;
+  int64_t pt_stride, n_seq, page_size, n_kv, n_head, group, hd_k, hd_v, window;
+  const void* sinks;  // [n_head] or null
+  bool sinks_bf16;
+  bool vec_k;  // hd_k % 8 == 0 and the cache 16-byte aligned: keys read 8 at a time
+  float scale;
+  int n_split;
+  float* partial;  // [n * n_head, n_split, hd_v + 2] when n_split > 1
+};
+
+template <class TC>
+__device__ __forceinline__ float dot_row(const float* q, const TC* k, int64_t hd, bool vec) {
+  float acc = 0.0f;
+  if (vec) {
+    for (int64_t c = 0; c < hd; c += 8) {
+      Chunk8<TC> ch;
+      ch.load(k + c);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc = fmaf(q[c + i], ch.get(i), acc);
+    }
+  } else {
+    for (int64_t c = 0; c < hd; ++c) acc = fmaf(q[c], to_f32(k[c]), acc);
+  }
+  return acc;
+}
+
+template <class TQ, class TC, class TO>
+__global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
+  extern __shared__ float q_s[];  // [hd_k]
+  __shared__ float p_s[kThreads];
+  __shared__ float red[32];
+  const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head, kvh = h / a.group;
+  const int split = blockIdx.y, tid = threadIdx.x;
+  int64_t lo_s = 0, hi_s = a.n_seq;  // the sequence s with q_start[s] <= row < q_start[s + 1]
+  while (hi_s - lo_s > 1) {
+    const int64_t mid = (lo_s + hi_s) / 2;
+    if (a.q_start[mid] <= row) lo_s = mid;
+    else hi_s = mid;
+  }
+  const int64_t s = lo_s, q0 = a.q_start[s], q1 = a.q_start[s + 1];
+  const int64_t pos = a.kv_len[s] - (q1 - q0) + (row - q0);
+  const int64_t lo = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
+  const int64_t per = (pos - lo + 1 + a.n_split - 1) / a.n_split;
+  const int64_t k0 = lo + split * per, k1 = min(pos + 1, k0 + per);
+  const int32_t* pages = a.page_table + s * a.pt_stride;
+  const TQ* q = static_cast<const TQ*>(a.q) + row * a.q_tok + h * a.q_head;
+  for (int64_t c = tid; c < a.hd_k; c += kThreads) q_s[c] = to_f32(q[c]);
+  const TC* kc = static_cast<const TC*>(a.k_cache);
+  const TC* vc = static_cast<const TC*>(a.v_cache);
+  const bool vec = a.vec_k;
+
+  float m = -INFINITY, l = 0.0f;
+  if (split == 0 && a.sinks) {
+    m = a.sinks_bf16 ? to_f32(static_cast<const bf16*>(a.sinks)[h]) : static_cast<const float*>(a.sinks)[h];
+    l = 1.0f;  // exp(sink - m) with m = sink
+  }
+  float acc[kMaxDimSlots] = {};
+  __syncthreads();
+  for (int64_t t0 = k0; t0 < k1; t0 += kThreads) {
+    const int64_t j = t0 + tid;
+    float score = -INFINITY;
+    if (j < k1) {
+      const int64_t slot = int64_t{pages[j / a.page_size]} * a.page_size + j % a.page_size;
+      score = dot_row(q_s, kc + (slot * a.n_kv + kvh) * a.hd_k, a.hd_k, vec) * a.scale;
+    }
+    const float m_new = fmaxf(m, block_max(score, red));
+    const float p = j < k1 ? expf(score - m_new) : 0.0f;
+    p_s[tid] = p;
+    const float alpha = expf(m - m_new);
+    l = l * alpha + block_sum(p, red);
+    m = m_new;
+    const int64_t cnt = min(int64_t{kThreads}, k1 - t0);
+#pragma unroll
+    for (int i = 0; i < kMaxDimSlots; ++i) acc[i] *= alpha;
+    for (int64_t jj = 0; jj < cnt; ++jj) {
+      const int64_t key = t0 + jj;
+      const int64_t slot = int64_t{pages[key / a.page_size]} * a.page_size + key % a.page_size;
+      const TC* vrow = vc + (slot * a.n_kv + kvh) * a.hd_v;
+      const float pj = p_s[jj];
+#pragma unroll
+      for (int i = 0; i < kMaxDimSlots; ++i) {
+        const int64_t d = tid + i * kThreads;
+        if (d < a.hd_v) acc[i] = fmaf(pj, to_f32(vrow[d]), acc[i]);
+      }
+    }
+    __syncthreads();
+  }
+  if (a.n_split == 1) {
+    TO* o = static_cast<TO*>(a.out) + row * a.o_tok + h * a.o_head;
+    const float inv = 1.0f / l;
+#pragma unroll
+    for (int i = 0; i < kMaxDimSlots; ++i) {
+      const int64_t d = tid + i * kThreads;
+      if (d < a.hd_v) o[d] = from_f32<TO>(acc[i] * inv);
+    }
+    return;
+  }
+  float* part = a.partial + (int64_t{blockIdx.x} * a.n_split + split) * (a.hd_v + 2);
+#pragma unroll
+  for (int i = 0; i < kMaxDimSlots; ++i) {
+    const int64_t d = tid + i * kThreads;
+    if (d < a.hd_v) part[d] = acc[i];
+  }
+  if (tid == 0) {
+    part[a.hd_v] = m;
+    part[a.hd_v + 1] = l;
+  }
+}
+
+// Merges the n_split partials of one (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
+template <class TO>
+__global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
+  const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head;
+  const float* part = a.partial + int64_t{blockIdx.x} * a.n_split * (a.hd_v + 2);
+  float mx = -INFINITY;
+  for (int sp = 0; sp < a.n_split; ++sp) mx = fmaxf(mx, part[sp * (a.hd_v + 2) + a.hd_v]);
+  float den = 0.0f;
+  for (int sp = 0; sp < a.n_split; ++sp) {
+    const float* ps = part + sp * (a.hd_v + 2);
+    den += ps[a.hd_v + 1] * expf(ps[a.hd_v] - mx);
+  }
+  TO* o = static_cast<TO*>(a.out) + row * a.o_tok + h * a.o_head;
+  for (int64_t d = threadIdx.x; d < a.hd_v; d += kThreads) {
+    float num = 0.0f;
+    for (int sp = 0; sp < a.n_split; ++sp) {
+      const float* ps = part + sp * (a.hd_v + 2);
+      num += ps[d] * expf(ps[a.hd_v] - mx);
+    }
+    o[d] = from_f32<TO>(num / den);
+  }
+}
+
+}  // namespace
+
+Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
+                 const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] f32/bf16, contiguous
+                 const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] like k_cache
+                 const PagedAttentionMeta& meta,
+                 const Tensor& out,      // [n, n_head, hd_v] f32/bf16
+                 const AttentionParams& p, Stream& s) {
+  FT_RETURN_IF_ERROR(device_check("attention", {&q, &k_cache, &v_cache, &out, &meta.q_start, &meta.kv_len,
+                                                &meta.page_table, &p.sinks}));
+  if (!is_fb(q.dtype) || !is_fb(out.dtype)) return dtype_error("attention", "q/out", q);
+  if (!is_fb(k_cache.dtype) || v_cache.dtype != k_cache.dtype) return dtype_error("attention", "cache", k_cache);
+  if (meta.q_start.dtype != DType::kI32 || meta.kv_len.dtype != DType::kI32 || meta.page_table.dtype != DType::kI32)
+    return dtype_error("attention", "meta", meta.q_start);
+  if (p.sinks.defined() && (!is_fb(p.sinks.dtype) || p.sinks.numel() != q.dim(1)))
+    return dtype_error("attention", "sinks", p.sinks);
+  if (q.ndim != 3 || out.ndim != 3 || k_cache.ndim != 4 || v_cache.ndim != 4 || out.dim(0) != q.dim(0) ||
+      out.dim(1) != q.dim(1) || k_cache.dim(3) != q.dim(2) || v_cache.dim(3) != out.dim(2) ||
+      k_cache.dim(2) != v_cache.dim(2) || k_cache.dim(1) != meta.page_size || v_cache.dim(1) != meta.page_size ||
+      k_cache.dim(2) == 0 || q.dim(1) % k_cache.dim(2) != 0 || !k_cache.is_contiguous() || !v_cache.is_contiguous() ||
+      out.dim(2) > kThreads * kMaxDimSlots || meta.page_table.ndim != 2 || meta.n_seq < 1 ||
+      meta.q_start.numel() < meta.n_seq + 1 || meta.kv_len.numel() < meta.n_seq)
+    return shape_error("attention", "q, caches, meta and out do not match");
+  const int64_t n = q.dim(0), n_head = q.dim(1), hd_v = out.dim(2);
+  if (n == 0) return ok_status();
+  if (n * n_head > INT32_MAX) return shape_error("attention", "too many rows");
+  CudaStream& cs = cuda_stream(s);
+  AttnArgs a{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(), out.stride[0],
+             out.stride[1], meta.q_start.ptr<const int32_t>(), meta.kv_len.ptr<const int32_t>(),
+             meta.page_table.ptr<const int32_t>(), meta.page_table.stride[0], meta.n_seq, meta.page_size,
+             k_cache.dim(2), n_head, n_head / k_cache.dim(2), q.dim(2), hd_v, p.window,
+             p.sinks.defined() ? p.sinks.data() : nullptr, p.sinks.dtype == DType::kBF16,
+             q.dim(2) % 8 == 0 && aligned16(k_cache.data()), p.scale, 1,
+             cs.attention_scratch()};
+  // Splits: enough blocks for two waves, no split shorter than 64 keys of the longest possible sequence,
+  // and the partials within the stream's fixed scratch.
+  const int64_t max_keys = p.window > 0 ? std::min<int64_t>(p.window, meta.page_table.dim(1) * meta.page_size)
+                                        : meta.page_table.dim(1) * meta.page_size;
+  const int64_t want = (2 * cs.n_sm() + n * n_head - 1) / (n * n_head);
+  int64_t n_split = std::min<int64_t>({want, std::max<int64_t>(1, max_keys / 64), kMaxSplit});
+  const int64_t per_split = n * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
+  n_split = std::max<int64_t>(1, std::min<int64_t>(n_split, CudaStream::kAttentionScratchBytes / per_split));
+  a.n_split = static_cast<int>(n_split);
+  const dim3 grid(static_cast<unsigned>(n * n_head), static_cast<unsigned>(n_split));
+  const size_t smem = static_cast<size_t>(q.dim(2)) * sizeof(float);
+  with_type(q.dtype, [&](auto tq) {
+    with_type(k_cache.dtype, [&](auto tc) {
+      with_type(out.dtype, [&](auto to) {
+        using TQ = decltype(tq);
+        using TC = decltype(tc);
+        using TO = decltype(to);
+        attention_kernel<TQ, TC, TO><<<grid, kThreads, smem, cs.get()>>>(a);
+        if (n_split > 1) combine_kernel<TO><<<static_cast<unsigned>(n * n_head), kThreads, 0, cs.get()>>>(a);
+      });
+    });
+  });
+  return launch_status("attention");
+}
+
+}  // namespace ft::cuda

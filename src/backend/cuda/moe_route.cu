@@ -1,0 +1,137 @@
+// moe_route: one warp per token. Softmax or sigmoid scores in fp32, optional correction bias for selection
+// only, grouped top-k (DeepSeek: groups ranked by the sum of their top-2 biased scores, experts outside the
+// topk_group best get 0), then k rounds of a warp arg-max (ties to the lowest index, as the CPU op),
+// renormalisation and scaling. Ids come out by descending selection score.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/cuda_ops.h"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int64_t kMaxExperts = 1024;
+constexpr int64_t kMaxGroups = 64;
+
+struct RouteArgs {
+  const float* logits;
+  int64_t logits_ld;
+  const float* bias;  // [n_expert] or null
+  int32_t* ids;
+  int64_t ids_ld;
+  float* weights;
+  int64_t weights_ld;
+  int64_t n, n_expert, k, n_group, topk_group;
+  bool sigmoid, norm_topk;
+  float scale;
+};
+
+// (value, index) of the largest v[i] over this lane's i = lane + 32 r < n, reduced over the warp; ties to
+// the lowest index.
+__device__ __forceinline__ int64_t warp_arg_max(const float* v, int64_t n, int lane) {
+  float best = -INFINITY;
+  int64_t idx = -1;
+  for (int64_t i = lane; i < n; i += 32)
+    if (idx < 0 || v[i] > best) best = v[i], idx = i;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+    const int64_t oi = __shfl_xor_sync(0xffffffffu, idx, o);
+    if (oi >= 0 && (idx < 0 || ob > best || (ob == best && oi < idx))) best = ob, idx = oi;
+  }
+  return idx;
+}
+
+__global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(RouteArgs a) {
+  extern __shared__ float smem[];  // per warp: score [n_expert], choice [n_expert], group score [kMaxGroups]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t t = blockIdx.x * int64_t{kWarps} + warp;
+  if (t >= a.n) return;
+  float* score = smem + warp * (2 * a.n_expert + kMaxGroups);
+  float* choice = score + a.n_expert;
+  float* group = choice + a.n_expert;
+  const float* lg = a.logits + t * a.logits_ld;
+  if (a.sigmoid) {
+    for (int64_t e = lane; e < a.n_expert; e += 32) score[e] = 1.0f / (1.0f + expf(-lg[e]));
+  } else {
+    float mx = -INFINITY;
+    for (int64_t e = lane; e < a.n_expert; e += 32) mx = fmaxf(mx, lg[e]);
+    mx = warp_max(mx);
+    float sum = 0.0f;
+    for (int64_t e = lane; e < a.n_expert; e += 32) sum += score[e] = expf(lg[e] - mx);
+    sum = warp_sum(sum);
+    for (int64_t e = lane; e < a.n_expert; e += 32) score[e] /= sum;
+  }
+  for (int64_t e = lane; e < a.n_expert; e += 32) choice[e] = a.bias ? score[e] + a.bias[e] : score[e];
+  __syncwarp();
+  if (a.n_group > 1) {
+    const int64_t gs = a.n_expert / a.n_group;
+    for (int64_t g = lane; g < a.n_group; g += 32) {
+      float b1 = -INFINITY, b2 = -INFINITY;
+      for (int64_t e = g * gs; e < (g + 1) * gs; ++e) {
+        if (choice[e] > b1) b2 = b1, b1 = choice[e];
+        else if (choice[e] > b2) b2 = choice[e];
+      }
+      group[g] = b1 + b2;
+    }
+    __syncwarp();
+    uint64_t keep = 0;  // bit g: group g is among the topk_group best
+    for (int64_t r = 0; r < a.topk_group; ++r) {
+      const int64_t g = warp_arg_max(group, a.n_group, lane);
+      keep |= uint64_t{1} << g;
+      __syncwarp();
+      if (lane == 0) group[g] = -INFINITY;
+      __syncwarp();
+    }
+    for (int64_t e = lane; e < a.n_expert; e += 32)
+      if (!((keep >> (e / gs)) & 1)) choice[e] = 0.0f;
+    __syncwarp();
+  }
+  int32_t* ids = a.ids + t * a.ids_ld;
+  float* w = a.weights + t * a.weights_ld;
+  for (int64_t j = 0; j < a.k; ++j) {
+    const int64_t e = warp_arg_max(choice, a.n_expert, lane);
+    __syncwarp();
+    if (lane == 0) {
+      ids[j] = static_cast<int32_t>(e);
+      w[j] = score[e];
+      choice[e] = -INFINITY;  // taken
+    }
+    __syncwarp();
+  }
+  if (lane == 0) {
+    float sum = 0.0f;
+    for (int64_t j = 0; j < a.k; ++j) sum += w[j];
+    const float denom = a.sigmoid ? sum + 1e-20f : sum;
+    for (int64_t j = 0; j < a.k; ++j) w[j] = (a.norm_topk ? w[j] / denom : w[j]) * a.scale;
+  }
+}
+
+}  // namespace
+
+Status moe_route(const Tensor& logits,   // [n, n_expert] f32
+                 const Tensor& bias,     // [n_expert] f32 or undefined
+                 const Tensor& ids,      // [n, k] i32
+                 const Tensor& weights,  // [n, k] f32
+                 const MoeRouteParams& p, Stream& s) {
+  FT_RETURN_IF_ERROR(device_check("moe_route", {&logits, &bias, &ids, &weights}));
+  if (logits.dtype != DType::kF32) return dtype_error("moe_route", "logits", logits);
+  if (bias.defined() && bias.dtype != DType::kF32) return dtype_error("moe_route", "bias", bias);
+  if (ids.dtype != DType::kI32 || weights.dtype != DType::kF32) return dtype_error("moe_route", "ids/weights", ids);
+  if (logits.ndim != 2 || ids.ndim != 2 || weights.ndim != 2) return shape_error("moe_route", "2-d tensors expected");
+  const int64_t n = logits.dim(0), n_expert = logits.dim(1), k = p.n_expert_used;
+  const int64_t group_size = p.n_group > 0 ? n_expert / p.n_group : 0;
+  if (n_expert > kMaxExperts || k < 1 || k > n_expert || ids.dim(0) != n || ids.dim(1) != k ||
+      !same_shape(ids, weights) || (bias.defined() && bias.numel() != n_expert))
+    return shape_error("moe_route", "logits, bias, ids and weights do not match");
+  if (p.n_group < 1 || p.n_group > kMaxGroups || n_expert % p.n_group != 0 || p.topk_group < 1 ||
+      p.topk_group > p.n_group || (p.n_group > 1 && (group_size < 2 || k > p.topk_group * group_size)))
+    return shape_error("moe_route", "bad grouping");
+  if (n == 0) return ok_status();
+  const RouteArgs a{logits.ptr<const float>(), logits.stride[0], bias.defined() ? bias.ptr<const float>() : nullptr,
+                    ids.ptr<int32_t>(), ids.stride[0], weights.ptr<float>(), weights.stride[0], n, n_expert, k,
+                    p.n_group, p.topk_group, p.scoring == RouterScoring::kSigmoid, p.norm_topk, p.scale};
+  const size_t smem = kWarps * (2 * n_expert + kMaxGroups) * sizeof(float);
+  moe_route_kernel<<<grid_for(n, kWarps), kWarps * 32, smem, cuda_stream(s).get()>>>(a);
+  return launch_status("moe_route");
+}
+
+}  // namespace ft::cuda
