@@ -1,0 +1,154 @@
+// Model logits on the CUDA backend against the float64 Hugging Face transformers reference of each fixture
+// (tests/data/models*/*/reference*.safetensors); skipped without a GPU.
+//  f32 activations: relative L2 <= 1e-5 at every position, one-shot and chunked, and greedy ids, as on the CPU.
+//  bf16 activations: the median per-position error and the top-1 agreement with the float64 reference no
+//  worse than transformers' own bf16 run on the same files (figures from the fixtures' README).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/model_session.h"
+#include "engine/sequence_runner.h"
+#include "fixture_reference.h"
+
+namespace ft {
+namespace {
+
+constexpr double kMaxRelL2 = 1e-5;
+constexpr double kGreedyMargin = 1e-2;
+
+Result<ModelSession> open_cuda(const std::string& model, DType act, int32_t max_tokens) {
+  SessionOptions o;
+  o.model_dir = std::string(FT_TEST_DATA) + "/" + model;
+  o.device = "cuda";
+  o.act_dtype = act;
+  o.max_tokens = max_tokens;
+  o.context = 512;
+  o.show_progress = false;
+  return ModelSession::open(o);
+}
+
+bool have_gpu() { return create_backend("cuda").ok(); }
+
+struct F32Case {
+  const char* model;
+  int32_t chunk;  // 0: the whole prompt in one step
+};
+
+std::string f32_name(const testing::TestParamInfo<F32Case>& info) {
+  std::string model = info.param.model;
+  std::replace(model.begin(), model.end(), '/', '_');
+  return model + "_chunk" + std::to_string(info.param.chunk);
+}
+
+class CudaLogitsF32 : public testing::TestWithParam<F32Case> {
+ protected:
+  void check_file(const std::string& file) {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device present";
+    const F32Case& c = GetParam();
+    auto s = open_cuda(c.model, DType::kF32, c.chunk > 0 ? c.chunk : 512);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const int64_t vocab = s->model->config().vocab_size;
+    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + file, vocab);
+    ASSERT_FALSE(prompts.empty());
+    for (size_t p = 0; p < prompts.size(); ++p) {
+      const auto& ref = prompts[p];
+      SequenceRunner runner(*s->model, *s->backend, *s->kv);
+      std::vector<float> all, last;
+      ASSERT_TRUE(runner.feed(ref.input_ids, c.chunk, &all, last).ok());
+      const int64_t t = static_cast<int64_t>(ref.input_ids.size());
+      ASSERT_EQ(static_cast<int64_t>(all.size()), t * vocab);
+      int failures = 0;
+      double worst = 0;
+      for (int64_t i = 0; i < t; ++i) {
+        const double err = test::relative_l2(&all[i * vocab], &ref.logits[i * vocab], vocab);
+        worst = std::max(worst, err);
+        if (err > kMaxRelL2 && failures++ < 10)
+          ADD_FAILURE() << file << " prompt " << p << " position " << i << ": relative L2 " << err;
+      }
+      std::printf("cuda f32 %s %s prompt %zu (%lld tokens): worst relative L2 %.3g\n", c.model, file.c_str(), p,
+                  static_cast<long long>(t), worst);
+      // Greedy ids up to the first step whose top-2 margin is under kGreedyMargin.
+      for (size_t step = 0; step < ref.greedy_ids.size(); ++step) {
+        const float* margin_row = step == 0 ? &ref.logits[ref.logits.size() - vocab] : last.data();
+        if (test::top2_margin(margin_row, vocab) < kGreedyMargin) break;
+        const int32_t next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+        ASSERT_EQ(next, ref.greedy_ids[step]) << "greedy step " << step;
+        ASSERT_TRUE(runner.feed(std::span<const int32_t>(&next, 1), 1, nullptr, last).ok());
+      }
+    }
+  }
+};
+
+TEST_P(CudaLogitsF32, ShortPrompts) { check_file("reference.safetensors"); }
+TEST_P(CudaLogitsF32, LongPrompts) { check_file("reference_long.safetensors"); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Qwen3, CudaLogitsF32,
+    testing::Values(F32Case{"models/qwen3_dense", 0}, F32Case{"models/qwen3_dense", 1},
+                    F32Case{"models/qwen3_dense", 5}, F32Case{"models/qwen3_dense", 16},
+                    F32Case{"models/qwen3_moe", 0}, F32Case{"models/qwen3_moe", 1}, F32Case{"models/qwen3_moe", 5},
+                    F32Case{"models/qwen3_moe", 16}, F32Case{"models_alt/qwen3_dense", 0},
+                    F32Case{"models_alt/qwen3_dense", 5}, F32Case{"models_alt/qwen3_moe", 0},
+                    F32Case{"models_alt/qwen3_moe", 5}),
+    f32_name);
+
+// transformers 5.17 in bfloat16 against the same float64 references (../shared/fixtures/README.md).
+struct Bf16Case {
+  const char* model;
+  const char* file;
+  double median;   // transformers' median per-position relative L2
+  int top1, total; // transformers' top-1 agreement
+};
+
+std::string bf16_name(const testing::TestParamInfo<Bf16Case>& info) {
+  std::string name = std::string(info.param.model) + "_" + info.param.file;
+  for (char& ch : name)
+    if (ch == '/' || ch == '.') ch = '_';
+  return name;
+}
+
+class CudaLogitsBf16 : public testing::TestWithParam<Bf16Case> {};
+
+TEST_P(CudaLogitsBf16, NoWorseThanTransformersBf16) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device present";
+  const Bf16Case& c = GetParam();
+  auto s = open_cuda(c.model, DType::kBF16, 512);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const int64_t vocab = s->model->config().vocab_size;
+  auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + c.file, vocab);
+  ASSERT_FALSE(prompts.empty());
+  std::vector<double> errors;
+  int top1 = 0;
+  for (const auto& ref : prompts) {
+    SequenceRunner runner(*s->model, *s->backend, *s->kv);
+    std::vector<float> all, last;
+    ASSERT_TRUE(runner.feed(ref.input_ids, 0, &all, last).ok());
+    for (size_t i = 0; i < ref.input_ids.size(); ++i) {
+      const float* got = &all[i * vocab];
+      const float* want = &ref.logits[i * vocab];
+      errors.push_back(test::relative_l2(got, want, vocab));
+      top1 += std::max_element(got, got + vocab) - got == std::max_element(want, want + vocab) - want;
+    }
+  }
+  ASSERT_EQ(static_cast<int>(errors.size()), c.total);
+  std::sort(errors.begin(), errors.end());
+  const double median = errors[errors.size() / 2];
+  std::printf("cuda bf16 %s %s: median relative L2 %.3g (transformers %.3g), worst %.3g, top-1 %d/%d (transformers %d)\n",
+              c.model, c.file, median, c.median, errors.back(), top1, c.total, c.top1);
+  EXPECT_LE(median, c.median);
+  EXPECT_GE(top1, c.top1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Qwen3, CudaLogitsBf16,
+    testing::Values(Bf16Case{"models/qwen3_dense", "reference.safetensors", 1.4e-2, 58, 60},
+                    Bf16Case{"models/qwen3_dense", "reference_long.safetensors", 1.3e-2, 347, 357},
+                    Bf16Case{"models/qwen3_moe", "reference.safetensors", 1.2e-2, 57, 60},
+                    Bf16Case{"models/qwen3_moe", "reference_long.safetensors", 1.6e-2, 338, 357}),
+    bf16_name);
+
+}  // namespace
+}  // namespace ft
