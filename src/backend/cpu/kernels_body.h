@@ -46,8 +46,14 @@ void dot_tile_fixed(const float* const* xs, const W* w, int64_t ws, int64_t k, f
   V acc[NX][NW];
   for (int i = 0; i < NX; ++i)
     for (int j = 0; j < NW; ++j) acc[i][j] = S::zero();
+  // The tile's NW rows are one block of memory (ws == k in a dense matrix) read as NW interleaved streams,
+  // which the hardware prefetchers follow poorly for short rows; so the next tile's block is prefetched
+  // linearly, in step with this tile's progress.
+  const char* next = reinterpret_cast<const char*>(w + NW * ws);
+  constexpr int64_t kStepBytes = NW * S::kW * static_cast<int64_t>(sizeof(W));
   int64_t t = 0;
   for (; t + S::kW <= k; t += S::kW) {
+    for (int64_t b = 0; b < kStepBytes; b += 64) __builtin_prefetch(next + t * NW * static_cast<int64_t>(sizeof(W)) + b);
     V wv[NW];
     for (int j = 0; j < NW; ++j) wv[j] = S::load(w + j * ws + t);
     for (int i = 0; i < NX; ++i) {
