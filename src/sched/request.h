@@ -31,6 +31,7 @@ struct Choice {
 struct Request {
   uint64_t id = 0;
   uint64_t admit_order = 0;  // later admissions are preempted first
+  uint32_t epoch = 0;        // bumped by each preemption: step entries planned before it are void
   GenerateRequest params;
   std::vector<int32_t> stop_ids;  // EOS ids (unless ignore_eos) and the request's stop token ids
   std::shared_ptr<StreamChannel> channel;

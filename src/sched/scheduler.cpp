@@ -77,6 +77,7 @@ bool Scheduler::preempt_latest(const Request* needing) {
   auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == victim; });
   release_pages(*victim);
   victim->phase = RequestPhase::kQueued;
+  ++victim->epoch;
   queued_.push_front(std::move(*it));
   running_.erase(it);
   ++preemptions_;
@@ -86,7 +87,7 @@ bool Scheduler::preempt_latest(const Request* needing) {
 bool Scheduler::add_tokens(StepPlan& plan, Request& r, Choice& c, int32_t n) {
   if (static_cast<int32_t>(plan.entries.size()) >= limits_.max_seqs) return false;
   if (!c.kv.reserve(pool_, limits_.page_size, n).ok()) return false;
-  StepEntry e{&r, c.index, n, -1};
+  StepEntry e{&r, c.index, n, -1, r.epoch};
   const int32_t start = c.kv.n_tokens();
   for (int32_t i = 0; i < n; ++i) {
     plan.batch.tokens.push_back(c.tokens[static_cast<size_t>(start + i)]);
@@ -179,7 +180,8 @@ void Scheduler::fill_page_table(StepPlan& plan) {
 
 void Scheduler::drop_unrunnable(StepPlan& plan) {
   auto unrunnable = [](const StepEntry& e) {
-    return e.request->phase == RequestPhase::kFinished || e.request->phase == RequestPhase::kQueued;
+    return e.request->phase == RequestPhase::kFinished || e.request->phase == RequestPhase::kQueued ||
+           e.epoch != e.request->epoch;
   };
   if (std::none_of(plan.entries.begin(), plan.entries.end(), unrunnable)) return;
   StepPlan kept;
@@ -213,18 +215,27 @@ void Scheduler::commit(const StepPlan& plan) {
 Status Scheduler::fork(Request& r, const KvCache& cache, Backend& backend) {
   r.choices.reserve(static_cast<size_t>(r.params.n));  // `parent` must stay valid while choices are added
   const Choice& parent = r.choices.front();
-  for (int32_t i = 1; i < r.params.n; ++i) {
+  Status status;
+  for (int32_t i = 1; i < r.params.n && status.ok(); ++i) {
     Result<SequenceKv> kv = parent.kv.fork(pool_, limits_.page_size, cache, backend);
-    while (!kv.ok() && kv.status().code() == StatusCode::kOutOfKvPages && preempt_latest(&r)) {
-      if (r.phase == RequestPhase::kQueued) return kv.status();
-      kv = parent.kv.fork(pool_, limits_.page_size, cache, backend);
+    while (!kv.ok() && kv.status().code() == StatusCode::kOutOfKvPages && r.phase != RequestPhase::kQueued &&
+           preempt_latest(&r)) {
+      if (r.phase != RequestPhase::kQueued) kv = parent.kv.fork(pool_, limits_.page_size, cache, backend);
     }
-    if (!kv.ok()) return kv.status();
+    if (r.phase == RequestPhase::kQueued) status = out_of_kv_pages("preempted while forking");
+    else if (!kv.ok()) status = kv.status();
+    if (!status.ok()) break;
     Choice c;
     c.index = i;
     c.tokens = parent.tokens;
     c.kv = std::move(kv).value();
     r.choices.push_back(std::move(c));
+  }
+  if (!status.ok()) {
+    // All or nothing: the request forks again once its prompt is back in the cache.
+    for (size_t i = 1; i < r.choices.size(); ++i) r.choices[i].kv.release(pool_);
+    r.choices.resize(1);
+    return status;
   }
   r.forked = true;
   return ok_status();

@@ -28,6 +28,7 @@ struct StepEntry {
   int32_t choice = 0;
   int32_t n_tokens = 0;
   int32_t logit_row = -1;  // >= 0: this entry ends its pending tokens, sample from that row
+  uint32_t epoch = 0;      // the request's epoch when planned
 };
 
 struct StepPlan {

@@ -1,0 +1,135 @@
+// Request lifecycle on the CPU engine: validation errors, stop tokens, max_tokens, aborts in every state,
+// and a randomised mix of finishes, aborts, forks and preemptions after which the KV pool is empty
+// (a double free would abort the process through FT_CHECK).
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine_harness.h"
+
+namespace ft {
+namespace {
+
+using test::collect;
+using test::engine_options;
+using test::greedy_request;
+using test::random_prompt;
+
+std::unique_ptr<Engine> make(int32_t running, int32_t prefill, int64_t pages = 0) {
+  auto e = Engine::create(engine_options("qwen3_moe", running, prefill, pages));
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  return std::move(e).value();
+}
+
+void wait_pool_empty(Engine& engine) {
+  for (int i = 0; i < 300 && (engine.stats().kv_pages_used != 0 || engine.stats().running != 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(engine.stats().kv_pages_used, 0);
+  EXPECT_EQ(engine.stats().running, 0);
+  EXPECT_EQ(engine.stats().queued, 0);
+}
+
+TEST(EngineLifecycle, InvalidRequestsAreRefusedWithACode) {
+  auto engine = make(2, 64);
+  auto expect_invalid = [&](GenerateRequest r, const char* what) {
+    auto s = engine->submit(std::move(r));
+    ASSERT_FALSE(s.ok()) << what;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidRequest) << what;
+  };
+  expect_invalid(greedy_request({}, 4), "empty prompt");
+  expect_invalid(greedy_request(random_prompt(1, 256, 512), 4), "prompt as long as the context");
+  expect_invalid(greedy_request({1, 2, 512}, 4), "token out of vocabulary");
+  expect_invalid(greedy_request({1, 2}, 0), "max_tokens 0");
+  GenerateRequest r = greedy_request({1, 2}, 4);
+  r.n = 17;
+  expect_invalid(r, "n too large");
+  r = greedy_request({1, 2}, 4);
+  r.sampling.top_p = 0.0f;
+  expect_invalid(r, "top_p 0");
+  r = greedy_request({1, 2}, 4);
+  r.sampling.temperature = -1.0f;
+  expect_invalid(r, "negative temperature");
+  r = greedy_request({1, 2}, 4);
+  r.sampling.logprobs = 21;
+  expect_invalid(r, "too many logprobs");
+}
+
+TEST(EngineLifecycle, StopTokenEndsTheChoiceWithStop) {
+  auto engine = make(2, 64);
+  auto prompt = random_prompt(4, 12, 512);
+  auto free_run = collect(**engine->submit(greedy_request(prompt, 8)), 1);
+  ASSERT_EQ(free_run.choices[0].tokens.size(), 8u);
+  GenerateRequest r = greedy_request(prompt, 8);
+  r.stop_token_ids = {free_run.choices[0].tokens[3]};
+  auto stopped = collect(**engine->submit(r), 1);
+  // Ends at the first occurrence of the stop token, which is included as the last token.
+  const auto& want = free_run.choices[0].tokens;
+  const size_t first = static_cast<size_t>(std::find(want.begin(), want.end(), want[3]) - want.begin());
+  EXPECT_EQ(stopped.choices[0].tokens, std::vector<int32_t>(want.begin(), want.begin() + first + 1));
+  EXPECT_EQ(stopped.choices[0].finish, FinishReason::kStop);
+  EXPECT_EQ(free_run.choices[0].finish, FinishReason::kLength);
+  EXPECT_EQ(stopped.usage.completion_tokens, static_cast<int32_t>(first + 1));
+  EXPECT_EQ(stopped.usage.prompt_tokens, 12);
+}
+
+TEST(EngineLifecycle, GenerationStopsAtTheContextLength) {
+  auto engine = make(1, 512);
+  auto out = collect(**engine->submit(greedy_request(random_prompt(2, 250, 512), 100)), 1);
+  EXPECT_EQ(out.choices[0].tokens.size(), 6u);  // 250 + 6 = the context of 256
+  EXPECT_EQ(out.choices[0].finish, FinishReason::kLength);
+}
+
+TEST(EngineLifecycle, AbortWhileQueuedAndWhileDecoding) {
+  auto engine = make(1, 16);
+  auto running = *engine->submit(greedy_request(random_prompt(5, 40, 512), 200));
+  auto queued = *engine->submit(greedy_request(random_prompt(6, 40, 512), 200));
+  TokenEvent e;
+  ASSERT_TRUE(running->next(e));  // decoding now
+  engine->abort(queued->id());
+  engine->abort(running->id());
+  auto rest_running = collect(*running, 1);
+  auto rest_queued = collect(*queued, 1);
+  EXPECT_EQ(rest_running.choices[0].finish, FinishReason::kAborted);
+  EXPECT_EQ(rest_queued.choices[0].finish, FinishReason::kAborted);
+  EXPECT_LT(rest_running.choices[0].tokens.size(), 199u);
+  wait_pool_empty(*engine);
+}
+
+TEST(EngineLifecycle, RandomMixLeavesNoPageBehind) {
+  // A small pool (preemptions), forks, random aborts at random times, random lengths.
+  auto engine = make(6, 24, 20);
+  std::mt19937 rng(2024);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<int32_t> n_choices;
+  for (int i = 0; i < 40; ++i) {
+    GenerateRequest r = greedy_request(random_prompt(300 + i, 1 + static_cast<int32_t>(rng() % 70), 512),
+                                       1 + static_cast<int32_t>(rng() % 50));
+    if (rng() % 3 == 0) r.sampling.temperature = 0.8f;
+    if (rng() % 4 == 0) r.n = 1 + static_cast<int32_t>(rng() % 3);
+    auto s = engine->submit(r);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    streams.push_back(*s);
+    n_choices.push_back(r.n);
+    if (rng() % 3 == 0) engine->abort(streams[rng() % streams.size()]->id());
+    if (rng() % 5 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 20));
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    auto out = collect(*streams[i], n_choices[i]);
+    for (const auto& c : out.choices) EXPECT_NE(c.finish, FinishReason::kNone) << i;
+  }
+  wait_pool_empty(*engine);
+}
+
+TEST(EngineLifecycle, ShutdownEndsRunningStreams) {
+  auto engine = make(2, 16);
+  auto s = *engine->submit(greedy_request(random_prompt(8, 30, 512), 200));
+  TokenEvent e;
+  ASSERT_TRUE(s->next(e));
+  engine->shutdown();
+  auto rest = collect(*s, 1);
+  EXPECT_EQ(rest.choices[0].finish, FinishReason::kAborted);
+}
+
+}  // namespace
+}  // namespace ft
