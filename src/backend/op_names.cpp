@@ -17,6 +17,11 @@ const char* op_name(Op op) {
     case Op::kAttention: return "attention";
     case Op::kMoeRoute: return "moe_route";
     case Op::kMoeExperts: return "moe_experts";
+    case Op::kConv1dSilu: return "conv1d_silu";
+    case Op::kGatedDeltaChunked: return "gated_delta_chunked";
+    case Op::kGatedDeltaStep: return "gated_delta_step";
+    case Op::kRmsNormGated: return "rms_norm_gated";
+    case Op::kSigmoidMul: return "sigmoid_mul";
   }
   return "?";
 }

@@ -29,6 +29,11 @@ enum class Op {
   kAttention,
   kMoeRoute,
   kMoeExperts,
+  kConv1dSilu,
+  kGatedDeltaChunked,
+  kGatedDeltaStep,
+  kRmsNormGated,
+  kSigmoidMul,
 };
 const char* op_name(Op op);
 
@@ -69,6 +74,23 @@ struct MoeRouteParams {
   int64_t topk_group = 1;     // ... of which the topk_group best (sum of each group's top-2 biased scores) compete
   bool norm_topk = false;     // renormalise the k weights to sum 1
   float scale = 1.0f;         // routed_scaling_factor applied to the final weights
+};
+
+// Per-sequence recurrent state of linear-attention layers (Gated DeltaNet). Sequence s of the batch owns rows
+// q_start[s] .. q_start[s+1] and state slot state_slots[s]; it starts from a zero state when kv_len[s] equals its
+// row count (the batch holds its first tokens), else from the slot's state. The ops write the final state back.
+struct RecurrentMeta {
+  Tensor q_start;      // [n_seq + 1] i32
+  Tensor kv_len;       // [n_seq] i32: the sequence's tokens once this batch is processed
+  Tensor state_slots;  // [n_seq] i32
+  int64_t n_seq = 0;
+};
+
+// Gated delta rule gates, per value head: g = -exp(a_log) * softplus(a + dt_bias), beta = sigmoid(b).
+struct GatedDeltaParams {
+  Tensor a_log;    // [n_v_head] f32/bf16
+  Tensor dt_bias;  // [n_v_head] f32/bf16
+  float l2_eps = 1e-6f;  // q and k rows: x / sqrt(sum(x^2) + l2_eps)
 };
 
 struct OpTable {
@@ -112,6 +134,30 @@ struct OpTable {
   Status (*moe_experts)(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                         const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
   size_t (*moe_workspace_bytes)(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter);
+  // Causal depthwise conv1d with a rolling state, then SiLU (prefill chunks and one-token steps alike).
+  // x [n, c] act; w [c, kernel]; state [n_slots, kernel - 1, c] f32: the sequence's last kernel - 1 inputs, read
+  // and updated; out [n, c] act (must not alias x). With xx = the state rows then the sequence's rows of x,
+  // out[t, ch] = silu(sum_j w[ch, j] * xx[t + j, ch]).
+  Status (*conv1d_silu)(const Tensor& x, const Tensor& w, const RecurrentMeta& meta, const Tensor& state,
+                        const Tensor& out, Stream& s);
+  // Gated delta rule over each sequence's rows, state [n_slots, n_v_head, dk, dv] f32 kept in fp32:
+  // S = exp(g_t) S;  S += k_t (beta_t (v_t - S^T k_t))^T;  out_t = S^T q_t, with q and k l2-normalised and q
+  // scaled by dk^-1/2. q, k [n, n_k_head, dk] act; v [n, n_v_head, dv] act; a, b [n, n_v_head] act (the gates'
+  // inputs, see GatedDeltaParams); out [n, n_v_head, dv] act; value head h reads q/k head h / (n_v / n_k).
+  // The chunked form (chunks of 64, WY/UT transform) is for prefill; the step form runs token by token.
+  Status (*gated_delta_chunked)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a,
+                                const Tensor& b, const RecurrentMeta& meta, const Tensor& state, const Tensor& out,
+                                const GatedDeltaParams& p, Stream& s);
+  Status (*gated_delta_step)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a, const Tensor& b,
+                             const RecurrentMeta& meta, const Tensor& state, const Tensor& out,
+                             const GatedDeltaParams& p, Stream& s);
+  // out = x / rms(x) * w * silu(z) per innermost row (w is not zero-centred).  x [..., d] act; w [d];
+  // z like x; out like x (may alias x).
+  Status (*rms_norm_gated)(const Tensor& x, const Tensor& w, const Tensor& z, const Tensor& out, float eps,
+                           Stream& s);
+  // out = x * sigmoid(gate).  x [..., d] act; gate [..., d] or [..., 1] (one gate per row) act; out like x
+  // (may alias x).
+  Status (*sigmoid_mul)(const Tensor& x, const Tensor& gate, const Tensor& out, Stream& s);
 };
 
 }  // namespace ft

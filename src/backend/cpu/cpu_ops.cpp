@@ -30,6 +30,11 @@ const OpTable& cpu_op_table() {
       &cpu::moe_route,
       &cpu::moe_experts,
       &cpu::moe_workspace_bytes,
+      &cpu::conv1d_silu,
+      &cpu::gated_delta_chunked,
+      &cpu::gated_delta_step,
+      &cpu::rms_norm_gated,
+      &cpu::sigmoid_mul,
   };
   return table;
 }

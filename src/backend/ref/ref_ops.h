@@ -26,6 +26,16 @@ Status moe_route(const Tensor& logits, const Tensor& bias, const Tensor& ids, co
 Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                    const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
 size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter);
+Status conv1d_silu(const Tensor& x, const Tensor& w, const RecurrentMeta& meta, const Tensor& state,
+                   const Tensor& out, Stream& s);
+Status gated_delta_chunked(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a, const Tensor& b,
+                           const RecurrentMeta& meta, const Tensor& state, const Tensor& out,
+                           const GatedDeltaParams& p, Stream& s);
+Status gated_delta_step(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a, const Tensor& b,
+                        const RecurrentMeta& meta, const Tensor& state, const Tensor& out,
+                        const GatedDeltaParams& p, Stream& s);
+Status rms_norm_gated(const Tensor& x, const Tensor& w, const Tensor& z, const Tensor& out, float eps, Stream& s);
+Status sigmoid_mul(const Tensor& x, const Tensor& gate, const Tensor& out, Stream& s);
 }  // namespace ref
 
 }  // namespace ft

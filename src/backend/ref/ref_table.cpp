@@ -23,6 +23,11 @@ const OpTable& ref_op_table() {
       .moe_route = ref::moe_route,
       .moe_experts = ref::moe_experts,
       .moe_workspace_bytes = ref::moe_workspace_bytes,
+      .conv1d_silu = ref::conv1d_silu,
+      .gated_delta_chunked = ref::gated_delta_chunked,
+      .gated_delta_step = ref::gated_delta_step,
+      .rms_norm_gated = ref::rms_norm_gated,
+      .sigmoid_mul = ref::sigmoid_mul,
   };
   return table;
 }

@@ -1,0 +1,166 @@
+// cpu linear-attention ops (conv1d_silu, gated_delta_chunked, gated_delta_step, rms_norm_gated, sigmoid_mul)
+// against the ref ops, which run the delta rule token by token in float64. Batches mix a fresh sequence with
+// sequences continuing from a random state, and lengths 1, 7 and 130 (three chunks of 64, the last partial).
+// Tolerances (NMSE): the row ops round a few times per element (1e-12); the delta rule carries an fp32 state
+// through 130 tokens of dk-long sums (1e-9); outputs and final states are both checked.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "op_harness.h"
+
+namespace ft::test {
+namespace {
+
+// A batch of sequences with the given lengths in slots 2, 0, 1, ...; the first sequence starts fresh.
+struct Batch {
+  Tensor q_start, kv_len, slots;
+  RecurrentMeta meta;
+  int64_t n_rows = 0;
+};
+
+Batch make_batch(const std::vector<int64_t>& lengths) {
+  Batch b;
+  const int64_t n_seq = static_cast<int64_t>(lengths.size());
+  b.q_start = make_tensor(DType::kI32, {n_seq + 1});
+  b.kv_len = make_tensor(DType::kI32, {n_seq});
+  b.slots = make_tensor(DType::kI32, {n_seq});
+  for (int64_t s = 0; s < n_seq; ++s) {
+    set_value(b.q_start, s, static_cast<double>(b.n_rows));
+    b.n_rows += lengths[static_cast<size_t>(s)];
+    set_value(b.kv_len, s, static_cast<double>(lengths[static_cast<size_t>(s)] + (s == 0 ? 0 : 11)));
+    set_value(b.slots, s, static_cast<double>((s + 2) % (n_seq + 1)));
+  }
+  set_value(b.q_start, n_seq, static_cast<double>(b.n_rows));
+  b.meta = {b.q_start, b.kv_len, b.slots, n_seq};
+  return b;
+}
+
+const std::vector<std::vector<int64_t>> kBatches = {{1}, {7, 1, 130}, {130, 7}};
+
+std::string lengths_name(const std::vector<int64_t>& l) {
+  std::ostringstream os;
+  os << " lengths";
+  for (int64_t n : l) os << ' ' << n;
+  return os.str();
+}
+
+TEST(OpsCpu, Conv1dSilu) {
+  OpEnv env;
+  for (DType wd : {DType::kF32, DType::kBF16})
+    for (int64_t c : {1, 37, 131})
+      for (int64_t kernel : {2, 4})
+        for (const auto& lengths : kBatches) {
+          const Batch b = make_batch(lengths);
+          const int64_t n_slots = static_cast<int64_t>(lengths.size()) + 1;
+          Tensor xbuf = make_tensor(DType::kF32, {b.n_rows, c + 5}), w = make_tensor(wd, {c, kernel});
+          fill_normal(xbuf, 80 + c), fill_normal(w, 81);
+          const Tensor x = xbuf.slice(1, 3, c);  // strided rows, as a column slice of a projection
+          Tensor state0 = make_tensor(DType::kF32, {n_slots, kernel - 1, c});
+          fill_normal(state0, 82);
+          Tensor want = make_tensor(DType::kF64, {b.n_rows, c}), got = make_tensor(DType::kF32, {b.n_rows, c});
+          Tensor want_state = make_tensor(DType::kF32, {n_slots, kernel - 1, c});
+          copy_values(state0, want_state);
+          ASSERT_TRUE(env.ref.conv1d_silu(x, w, b.meta, want_state, want, env.ref_stream).ok());
+          for_each_isa([&](const std::string& isa) {
+            std::ostringstream os;
+            os << "conv1d_silu w " << dtype_name(wd) << " c=" << c << " kernel=" << kernel << lengths_name(lengths)
+               << isa;
+            const std::string what = os.str();
+            Tensor state = make_tensor(DType::kF32, {n_slots, kernel - 1, c});
+            copy_values(state0, state);
+            ASSERT_TRUE(env.cpu.conv1d_silu(x, w, b.meta, state, got, env.cpu_stream).ok());
+            expect_close(got, want, 1e-12, what);
+            expect_close(state, want_state, 0, what + " state");
+          });
+        }
+}
+
+struct DeltaShape {
+  int64_t n_k, n_v, dk, dv;
+};
+
+TEST(OpsCpu, GatedDelta) {
+  OpEnv env;
+  const DeltaShape shapes[] = {{2, 4, 16, 16}, {3, 3, 33, 17}, {1, 2, 128, 128}};
+  for (const DeltaShape& sh : shapes)
+    for (DType pd : {DType::kF32, DType::kBF16})
+      for (const auto& lengths : kBatches) {
+        const Batch b = make_batch(lengths);
+        const int64_t n = b.n_rows, n_slots = static_cast<int64_t>(lengths.size()) + 1;
+        // q, k, v are column slices of one conv output row, a and b of one projection row.
+        Tensor qkv = make_tensor(DType::kF32, {n, 2 * sh.n_k * sh.dk + sh.n_v * sh.dv});
+        Tensor ab = make_tensor(DType::kF32, {n, 2 * sh.n_v});
+        Tensor a_log = make_tensor(pd, {sh.n_v}), dt_bias = make_tensor(pd, {sh.n_v});
+        fill_normal(qkv, 90 + sh.dk), fill_normal(ab, 91, 2.0), fill_normal(a_log, 92, 1.5), fill_normal(dt_bias, 93);
+        auto heads = [&](int64_t col, int64_t h, int64_t d) {
+          Tensor t = qkv.slice(1, col, h * d);
+          t.ndim = 3;
+          t.shape = {n, h, d, 0};
+          t.stride = {qkv.stride[0], d, 1, 0};
+          return t;
+        };
+        const Tensor q = heads(0, sh.n_k, sh.dk), k = heads(sh.n_k * sh.dk, sh.n_k, sh.dk);
+        const Tensor v = heads(2 * sh.n_k * sh.dk, sh.n_v, sh.dv);
+        const Tensor a = ab.slice(1, 0, sh.n_v), bb = ab.slice(1, sh.n_v, sh.n_v);
+        const GatedDeltaParams p{a_log, dt_bias, 1e-6f};
+        Tensor state0 = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
+        fill_normal(state0, 94, 0.3);
+        Tensor want = make_tensor(DType::kF64, {n, sh.n_v, sh.dv});
+        Tensor want_state = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
+        copy_values(state0, want_state);
+        ASSERT_TRUE(env.ref.gated_delta_step(q, k, v, a, bb, b.meta, want_state, want, p, env.ref_stream).ok());
+        for_each_isa([&](const std::string& isa) {
+          for (bool chunked : {true, false}) {
+            std::ostringstream os;
+            os << (chunked ? "gated_delta_chunked" : "gated_delta_step") << " n_k=" << sh.n_k << " n_v=" << sh.n_v
+               << " dk=" << sh.dk << " dv=" << sh.dv << " params " << dtype_name(pd) << lengths_name(lengths) << isa;
+            const std::string what = os.str();
+            Tensor got = make_tensor(DType::kF32, {n, sh.n_v, sh.dv});
+            Tensor state = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
+            copy_values(state0, state);
+            const auto fn = chunked ? env.cpu.gated_delta_chunked : env.cpu.gated_delta_step;
+            ASSERT_TRUE(fn(q, k, v, a, bb, b.meta, state, got, p, env.cpu_stream).ok()) << what;
+            expect_close(got, want, 1e-9, what);
+            expect_close(state, want_state, 1e-9, what + " state");
+          }
+        });
+      }
+}
+
+TEST(OpsCpu, RmsNormGatedSigmoidMul) {
+  OpEnv env;
+  for (DType wd : {DType::kF32, DType::kBF16})
+    for (int64_t d : {1, 17, 128})
+      for (int64_t n : {1, 7}) {
+        // x and z are [n, 3, d] head views; the gate of sigmoid_mul is per element or one per row.
+        Tensor x = make_tensor(DType::kF32, {n, 3, d}), z = make_tensor(DType::kF32, {n, 3, d});
+        Tensor w = make_tensor(wd, {d}), g1 = make_tensor(DType::kF32, {n, 3, 1});
+        fill_normal(x, 100 + d, 3.0), fill_normal(z, 101, 2.0), fill_normal(w, 102), fill_normal(g1, 103, 2.0);
+        Tensor want_n = make_tensor(DType::kF64, {n, 3, d}), want_s = make_tensor(DType::kF64, {n, 3, d});
+        Tensor want_r = make_tensor(DType::kF64, {n, 3, d}), got = make_tensor(DType::kF32, {n, 3, d});
+        ASSERT_TRUE(env.ref.rms_norm_gated(x, w, z, want_n, 1e-6f, env.ref_stream).ok());
+        ASSERT_TRUE(env.ref.sigmoid_mul(x, z, want_s, env.ref_stream).ok());
+        ASSERT_TRUE(env.ref.sigmoid_mul(x, g1, want_r, env.ref_stream).ok());
+        std::ostringstream os;
+        os << " w " << dtype_name(wd) << " d=" << d << " n=" << n;
+        const std::string size = os.str();
+        for_each_isa([&](const std::string& isa) {
+          ASSERT_TRUE(env.cpu.rms_norm_gated(x, w, z, got, 1e-6f, env.cpu_stream).ok());
+          expect_close(got, want_n, 1e-12, "rms_norm_gated" + size + isa);
+          Tensor inplace = make_tensor(DType::kF32, {n, 3, d});
+          copy_values(x, inplace);
+          ASSERT_TRUE(env.cpu.rms_norm_gated(inplace, w, z, inplace, 1e-6f, env.cpu_stream).ok());
+          expect_close(inplace, want_n, 1e-12, "rms_norm_gated in place" + size + isa);
+          ASSERT_TRUE(env.cpu.sigmoid_mul(x, z, got, env.cpu_stream).ok());
+          expect_close(got, want_s, 1e-12, "sigmoid_mul" + size + isa);
+          ASSERT_TRUE(env.cpu.sigmoid_mul(x, g1, got, env.cpu_stream).ok());
+          expect_close(got, want_r, 1e-12, "sigmoid_mul per row" + size + isa);
+        });
+      }
+}
+
+}  // namespace
+}  // namespace ft::test
