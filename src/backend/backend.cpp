@@ -19,6 +19,14 @@ Result<Tensor> Backend::empty(DType dtype, std::initializer_list<int64_t> shape)
   return Tensor::make(dtype, shape, std::move(buf));
 }
 
+Result<std::unique_ptr<StreamGraph>> Backend::capture(const std::function<Status()>&) {
+  return unsupported(std::string(name()) + " backend has no stream graphs");
+}
+
+Result<std::unique_ptr<StreamTimer>> Backend::timer() {
+  return unsupported(std::string(name()) + " backend has no stream timer");
+}
+
 namespace {
 
 class HostBackend final : public Backend {

@@ -1,9 +1,11 @@
 // Backend: a device with its op table, allocator, streams and copies. Chosen by name at run time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/ops.h"
 #include "core/buffer.h"
@@ -32,6 +34,22 @@ class HostStream final : public Stream {
   ThreadPool* pool_;
 };
 
+// A recorded sequence of stream work (a CUDA graph) that replays with the addresses it was recorded with.
+class StreamGraph {
+ public:
+  virtual ~StreamGraph() = default;
+  virtual Status launch() = 0;  // enqueues one replay on the backend's stream
+};
+
+// Timing marks on a backend's stream (CUDA events), for benchmarks.
+class StreamTimer {
+ public:
+  virtual ~StreamTimer() = default;
+  virtual Status mark() = 0;  // records a point after the work enqueued so far
+  // Waits for the stream, returns the milliseconds between consecutive marks and forgets them.
+  virtual Result<std::vector<double>> intervals_ms() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -45,6 +63,11 @@ class Backend {
   virtual Status copy(const Tensor& src, const Tensor& dst) = 0;
   // A contiguous tensor in this backend's memory.
   Result<Tensor> empty(DType dtype, std::initializer_list<int64_t> shape);
+  // Records the stream work `body` enqueues (no host syncs or copies from pageable memory inside) into a
+  // replayable graph. kUnsupported where the device has no graphs (host backends).
+  virtual Result<std::unique_ptr<StreamGraph>> capture(const std::function<Status()>& body);
+  // A timer over stream(); kUnsupported on host backends.
+  virtual Result<std::unique_ptr<StreamTimer>> timer();
 };
 
 struct BackendOptions {

@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cuda_stream.h"
@@ -13,6 +14,49 @@ class CudaBuffer final : public Buffer {
  public:
   CudaBuffer(void* data, size_t size, Device device) : Buffer(data, size, device) {}
   ~CudaBuffer() override { cudaFree(data_); }
+};
+
+class CudaGraph final : public StreamGraph {
+ public:
+  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream) : exec_(exec), stream_(stream) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(exec_); }
+  Status launch() override { return cuda::cuda_status(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+
+ private:
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+class CudaTimer final : public StreamTimer {
+ public:
+  explicit CudaTimer(cudaStream_t stream) : stream_(stream) {}
+  ~CudaTimer() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  Status mark() override {
+    if (used_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventCreate(&e), "cudaEventCreate"));
+      events_.push_back(e);
+    }
+    return cuda::cuda_status(cudaEventRecord(events_[used_++], stream_), "cudaEventRecord");
+  }
+  Result<std::vector<double>> intervals_ms() override {
+    std::vector<double> out;
+    if (used_ > 0) FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventSynchronize(events_[used_ - 1]), "cudaEventSynchronize"));
+    for (size_t i = 1; i < used_; ++i) {
+      float ms = 0.0f;
+      FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventElapsedTime(&ms, events_[i - 1], events_[i]), "cudaEventElapsedTime"));
+      out.push_back(ms);
+    }
+    used_ = 0;
+    return out;
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;  // reused from call to call
+  size_t used_ = 0;
 };
 
 class CudaBackend final : public Backend {
@@ -42,6 +86,29 @@ class CudaBackend final : public Backend {
     if (src.nbytes() == 0) return ok_status();
     return cuda::cuda_status(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault, stream_->get()),
                              "cudaMemcpyAsync");
+  }
+
+  Result<std::unique_ptr<StreamGraph>> capture(const std::function<Status()>& body) override {
+    const cudaStream_t st = stream_->get();
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal),
+                                         "cudaStreamBeginCapture"));
+    const Status recorded = body();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(st, &graph);
+    if (!recorded.ok() || end != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      FT_RETURN_IF_ERROR(recorded);
+      return cuda::cuda_status(end, "cudaStreamEndCapture");
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    FT_RETURN_IF_ERROR(cuda::cuda_status(inst, "cudaGraphInstantiate"));
+    return std::unique_ptr<StreamGraph>(new CudaGraph(exec, st));
+  }
+
+  Result<std::unique_ptr<StreamTimer>> timer() override {
+    return std::unique_ptr<StreamTimer>(new CudaTimer(stream_->get()));
   }
 
  private:
