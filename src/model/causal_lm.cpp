@@ -115,24 +115,34 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   return ok_status();
 }
 
-Status CausalLm::forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) {
-  StepView step;
-  step.meta.page_size = kv.page_size();
-  FT_RETURN_IF_ERROR(upload_step(batch, step));
+Status CausalLm::stage(const ForwardBatch& batch, KvCache& kv) {
+  step_ = StepView{};
+  step_.meta.page_size = kv.page_size();
+  n_logit_rows_ = static_cast<int64_t>(batch.logit_rows.size());
+  return upload_step(batch, step_);
+}
+
+Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   const OpTable& ops = backend_.ops();
   Stream& s = backend_.stream();
-  const int64_t n = step.n_tokens, r = static_cast<int64_t>(batch.logit_rows.size());
+  const int64_t n = step_.n_tokens, r = n_logit_rows_;
+  if (n <= 0) return invalid_argument("run_staged: no batch staged");
   if (logits.dim(0) < r || logits.dim(1) != config_.vocab_size) return invalid_argument("logits tensor shape");
   const Tensor x = rows(x_, n), h = rows(h_, n), h2 = rows(h2_, n);
-  FT_RETURN_IF_ERROR(ops.embedding(embed_, step.tokens, x, s));
-  LayerContext ctx{ops, s, step, kv};
+  FT_RETURN_IF_ERROR(ops.embedding(embed_, step_.tokens, x, s));
+  LayerContext ctx{ops, s, step_, kv};
   for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, x, h, h2));
-  if (r == 0) return s.synchronize();  // a step of prefill chunks that end no prompt
+  if (r == 0) return ok_status();  // a step of prefill chunks that end no prompt
   const Tensor last = rows(final_rows_, r);
-  FT_RETURN_IF_ERROR(ops.embedding(x, step.logit_rows, last, s));  // gather the wanted rows
+  FT_RETURN_IF_ERROR(ops.embedding(x, step_.logit_rows, last, s));  // gather the wanted rows
   FT_RETURN_IF_ERROR(ops.rms_norm(last, final_norm_, last, final_norm_params_, s));
-  FT_RETURN_IF_ERROR(ops.matmul(last, lm_head_, Tensor{}, logits.slice(0, 0, r), s));
-  return s.synchronize();
+  return ops.matmul(last, lm_head_, Tensor{}, logits.slice(0, 0, r), s);
+}
+
+Status CausalLm::forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) {
+  FT_RETURN_IF_ERROR(stage(batch, kv));
+  FT_RETURN_IF_ERROR(run_staged(kv, logits));
+  return backend_.stream().synchronize();
 }
 
 }  // namespace ft

@@ -14,6 +14,8 @@ namespace ft {
 class CausalLm : public Model {
  public:
   Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) override;
+  Status stage(const ForwardBatch& batch, KvCache& kv) override;
+  Status run_staged(KvCache& kv, const Tensor& logits) override;
   size_t weight_bytes() const override { return weight_bytes_; }
   size_t workspace_bytes() const override { return workspace_ ? workspace_->size() : 0; }
 
@@ -50,6 +52,8 @@ class CausalLm : public Model {
   Tensor x_, h_, h2_;      // [T, d] act
   Tensor final_rows_;      // [T, d] act: the rows whose logits are wanted
   std::vector<int32_t> page_staging_;
+  StepView step_;             // the last staged batch
+  int64_t n_logit_rows_ = 0;  // its logit rows
 };
 
 }  // namespace ft

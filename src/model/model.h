@@ -31,6 +31,11 @@ class Model {
   // Runs the batch: stores its keys and values in `kv`, writes logits [batch.logit_rows.size(), vocab] f32
   // into `logits` (a tensor of this model's backend with at least that many rows).
   virtual Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) = 0;
+  // forward() in two halves, so that the second can be captured as a CUDA graph and replayed: stage() uploads
+  // the batch's metadata into the model's fixed device buffers; run_staged() enqueues the ops of the last
+  // staged batch's shape (no host sync, no allocation, every address fixed) and returns without waiting.
+  virtual Status stage(const ForwardBatch& batch, KvCache& kv) = 0;
+  virtual Status run_staged(KvCache& kv, const Tensor& logits) = 0;
   // Bytes of weights and of the planned activation workspace, for the memory plan.
   virtual size_t weight_bytes() const = 0;
   virtual size_t workspace_bytes() const = 0;
