@@ -7,6 +7,8 @@ namespace ft::cli {
 
 int cmd_logits(int argc, char** argv);
 int cmd_run(int argc, char** argv);
+int cmd_make_model(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_chat_template(int argc, char** argv);
 

@@ -24,6 +24,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", cmd_run, "generate a greedy continuation from a model"},
     {"logits", cmd_logits, "write the logits of a prompt at every position to a safetensors file"},
+    {"make-model", cmd_make_model, "write a random Hugging Face checkpoint of any size from a config.json"},
+    {"bench", cmd_bench, "benchmarks: ft bench decode --model DIR --device cuda"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"chat-template", cmd_chat_template, "render a chat request with the model's chat template"},
 };
