@@ -1,12 +1,30 @@
-// The CUDA op table and what it supports: f32 or bf16 activations with f32 or bf16 weights.
+// The CUDA op table and what it supports: f32 or bf16 activations with f32 or bf16 weights, for every op
+// but the linear-attention family (conv1d_silu, gated_delta_*, rms_norm_gated, sigmoid_mul).
 #include "backend/cuda/cuda_ops.h"
 
 namespace ft {
 namespace cuda {
 
-bool supports(Op, DType act, DType weight) {
-  auto fb = [](DType t) { return t == DType::kF32 || t == DType::kBF16; };
-  return fb(act) && fb(weight);
+bool supports(Op op, DType act, DType weight) {
+  switch (op) {
+    case Op::kEmbedding:
+    case Op::kMatmul:
+    case Op::kRmsNorm:
+    case Op::kRope:
+    case Op::kSwiglu:
+    case Op::kSoftmax:
+    case Op::kAdd:
+    case Op::kConvert:
+    case Op::kKvStore:
+    case Op::kAttention:
+    case Op::kMoeRoute:
+    case Op::kMoeExperts: {
+      auto fb = [](DType t) { return t == DType::kF32 || t == DType::kBF16; };
+      return fb(act) && fb(weight);
+    }
+    default:
+      return false;  // the linear-attention ops have no CUDA kernels yet (their table entries are null)
+  }
 }
 
 }  // namespace cuda
