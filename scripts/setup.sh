@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libpcre2-dev libicu-dev
+  libpcre2-dev libicu-dev libcpp-httplib-dev
   python3 python3-jinja2 curl
 )
 # Node.js and npm: Debian's, unless the machine already has a node with its own npm.
@@ -24,7 +24,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Reference clients and tokenizers for the tests (pinned in tests/package.json).
-if [ -f tests/package.json ] && [ ! -d tests/node_modules ]; then
+# Reference clients and tokenizers for the tests (pinned in tests/package.json); reinstalled when
+# package.json is newer than what npm last installed.
+if [ -f tests/package.json ] && { [ ! -f tests/node_modules/.package-lock.json ] ||
+  [ tests/package.json -nt tests/node_modules/.package-lock.json ]; }; then
   (cd tests && npm install --no-audit --no-fund --loglevel=error)
 fi

@@ -22,6 +22,9 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"serve", cmd_serve, "serve a model over HTTP (OpenAI- and Anthropic-compatible)"},
+    {"shell", cmd_shell, "chat in the terminal with a running server or a model directory"},
+    {"ctl", cmd_ctl, "query a running server: health, stats, requests, generate"},
     {"run", cmd_run, "generate a greedy continuation from a model"},
     {"logits", cmd_logits, "write the logits of a prompt at every position to a safetensors file"},
     {"make-model", cmd_make_model, "write a random Hugging Face checkpoint of any size from a config.json"},

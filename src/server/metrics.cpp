@@ -1,0 +1,89 @@
+// Metrics: Prometheus exposition (text format 0.0.4).
+#include "server/metrics.h"
+
+#include <sstream>
+
+namespace ft::server {
+
+void Metrics::count_response(const std::string& path, int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++responses_[{path, status}];
+}
+
+void Metrics::count_generation(int32_t prompt, int32_t completion, double seconds, double ttft) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++generations_;
+  prompt_tokens_ += prompt;
+  completion_tokens_ += completion;
+  latency_sum_ += seconds;
+  if (ttft >= 0) {
+    ttft_sum_ += ttft;
+    ++ttft_count_;
+  }
+}
+
+namespace {
+void metric(std::ostringstream& o, const char* name, const char* type, const char* help) {
+  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+}
+std::string label_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+std::string Metrics::prometheus(const EngineStats* e, bool ready, int active_streams) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::ostringstream o;
+  metric(o, "freetoken_ready", "gauge", "1 when the model is loaded and requests are served");
+  o << "freetoken_ready " << (ready ? 1 : 0) << '\n';
+  metric(o, "freetoken_http_responses_total", "counter", "HTTP responses by path and status");
+  for (const auto& [k, v] : responses_)
+    o << "freetoken_http_responses_total{path=\"" << label_escape(k.first) << "\",status=\"" << k.second << "\"} " << v
+      << '\n';
+  metric(o, "freetoken_generations_total", "counter", "finished generation requests");
+  o << "freetoken_generations_total " << generations_ << '\n';
+  metric(o, "freetoken_prompt_tokens_total", "counter", "prompt tokens of finished generations");
+  o << "freetoken_prompt_tokens_total " << prompt_tokens_ << '\n';
+  metric(o, "freetoken_completion_tokens_total", "counter", "generated tokens of finished generations");
+  o << "freetoken_completion_tokens_total " << completion_tokens_ << '\n';
+  metric(o, "freetoken_request_duration_seconds", "summary", "time from submission to the last token");
+  o << "freetoken_request_duration_seconds_sum " << latency_sum_ << "\nfreetoken_request_duration_seconds_count "
+    << generations_ << '\n';
+  metric(o, "freetoken_time_to_first_token_seconds", "summary", "time from submission to the first token");
+  o << "freetoken_time_to_first_token_seconds_sum " << ttft_sum_ << "\nfreetoken_time_to_first_token_seconds_count "
+    << ttft_count_ << '\n';
+  metric(o, "freetoken_active_streams", "gauge", "generations being read by HTTP threads now");
+  o << "freetoken_active_streams " << active_streams << '\n';
+  if (e) {
+    metric(o, "freetoken_running_requests", "gauge", "requests the scheduler is running");
+    o << "freetoken_running_requests " << e->running << '\n';
+    metric(o, "freetoken_queued_requests", "gauge", "requests waiting for admission");
+    o << "freetoken_queued_requests " << e->queued << '\n';
+    metric(o, "freetoken_kv_pages_used", "gauge", "KV pages in use");
+    o << "freetoken_kv_pages_used " << e->kv_pages_used << '\n';
+    metric(o, "freetoken_kv_pages_total", "gauge", "KV pages in the pool");
+    o << "freetoken_kv_pages_total " << e->kv_pages_total << '\n';
+    metric(o, "freetoken_engine_prompt_tokens_total", "counter", "prompt tokens the engine processed");
+    o << "freetoken_engine_prompt_tokens_total " << e->prompt_tokens << '\n';
+    metric(o, "freetoken_engine_generated_tokens_total", "counter", "tokens the engine generated");
+    o << "freetoken_engine_generated_tokens_total " << e->generated_tokens << '\n';
+    metric(o, "freetoken_preemptions_total", "counter", "requests preempted for KV pages");
+    o << "freetoken_preemptions_total " << e->preemptions << '\n';
+    metric(o, "freetoken_decode_tokens_per_second", "gauge", "recent decode throughput");
+    o << "freetoken_decode_tokens_per_second " << e->decode_tokens_per_s << '\n';
+    metric(o, "freetoken_prefill_tokens_per_second", "gauge", "recent prefill throughput");
+    o << "freetoken_prefill_tokens_per_second " << e->prefill_tokens_per_s << '\n';
+  }
+  return o.str();
+}
+
+}  // namespace ft::server
