@@ -38,11 +38,17 @@ template <class TC>
 __device__ __forceinline__ float dot_row(const float* q, const TC* k, int64_t hd, bool vec) {
   float acc = 0.0f;
   if (vec) {
-    for (int64_t c = 0; c < hd; c += 8) {
-      Chunk8<TC> ch;
-      ch.load(k + c);
+    constexpr int kUnroll = 4;  // chunk loads in flight before their arithmetic
+    for (int64_t c0 = 0; c0 < hd; c0 += 8 * kUnroll) {
+      Chunk8<TC> ch[kUnroll];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc = fmaf(q[c + i], ch.get(i), acc);
+      for (int u = 0; u < kUnroll; ++u)
+        if (c0 + 8 * u < hd) ch[u].load(k + c0 + 8 * u);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (c0 + 8 * u < hd)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc = fmaf(q[c0 + 8 * u + i], ch[u].get(i), acc);
     }
   } else {
     for (int64_t c = 0; c < hd; ++c) acc = fmaf(q[c], to_f32(k[c]), acc);
@@ -98,15 +104,26 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
     const int64_t cnt = min(int64_t{kThreads}, k1 - t0);
 #pragma unroll
     for (int i = 0; i < kMaxDimSlots; ++i) acc[i] *= alpha;
-    for (int64_t jj = 0; jj < cnt; ++jj) {
-      const int64_t key = t0 + jj;
-      const int64_t slot = int64_t{pages[key / a.page_size]} * a.page_size + key % a.page_size;
-      const TC* vrow = vc + (slot * a.n_kv + kvh) * a.hd_v;
-      const float pj = p_s[jj];
+    // p V, kKeys keys at a time with every value load issued before the arithmetic that uses it.
+    constexpr int kKeys = 8;
+    for (int64_t j0 = 0; j0 < cnt; j0 += kKeys) {
+      float vv[kKeys][kMaxDimSlots];
 #pragma unroll
-      for (int i = 0; i < kMaxDimSlots; ++i) {
-        const int64_t d = tid + i * kThreads;
-        if (d < a.hd_v) acc[i] = fmaf(pj, to_f32(vrow[d]), acc[i]);
+      for (int u = 0; u < kKeys; ++u) {
+        const int64_t key = t0 + min(j0 + u, cnt - 1);
+        const int64_t slot = int64_t{pages[key / a.page_size]} * a.page_size + key % a.page_size;
+        const TC* vrow = vc + (slot * a.n_kv + kvh) * a.hd_v;
+#pragma unroll
+        for (int i = 0; i < kMaxDimSlots; ++i) {
+          const int64_t d = tid + i * kThreads;
+          vv[u][i] = d < a.hd_v ? to_f32(vrow[d]) : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kKeys; ++u) {
+        const float pj = j0 + u < cnt ? p_s[j0 + u] : 0.0f;
+#pragma unroll
+        for (int i = 0; i < kMaxDimSlots; ++i) acc[i] = fmaf(pj, vv[u][i], acc[i]);
       }
     }
     __syncthreads();
@@ -190,12 +207,12 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
              p.sinks.defined() ? p.sinks.data() : nullptr, p.sinks.dtype == DType::kBF16,
              q.dim(2) % 8 == 0 && aligned16(k_cache.data()), p.scale, 1,
              cs.attention_scratch()};
-  // Splits: enough blocks for two waves, no split shorter than 64 keys of the longest possible sequence,
+  // Splits: enough blocks for two waves, no split shorter than 16 keys of the longest possible sequence,
   // and the partials within the stream's fixed scratch.
   const int64_t max_keys = p.window > 0 ? std::min<int64_t>(p.window, meta.page_table.dim(1) * meta.page_size)
                                         : meta.page_table.dim(1) * meta.page_size;
   const int64_t want = (2 * cs.n_sm() + n * n_head - 1) / (n * n_head);
-  int64_t n_split = std::min<int64_t>({want, std::max<int64_t>(1, max_keys / 64), kMaxSplit});
+  int64_t n_split = std::min<int64_t>({want, std::max<int64_t>(1, max_keys / 16), kMaxSplit});
   const int64_t per_split = n * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
   n_split = std::max<int64_t>(1, std::min<int64_t>(n_split, CudaStream::kAttentionScratchBytes / per_split));
   a.n_split = static_cast<int>(n_split);

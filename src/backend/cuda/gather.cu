@@ -80,7 +80,7 @@ Status kv_store(const Tensor& k,        // [n, n_kv, hd_k] f32/bf16
     with_type(k_cache.dtype, [&](auto tc) {
       using TS = decltype(ts);
       using TC = decltype(tc);
-      kv_store_kernel<TS, TC><<<static_cast<unsigned>(n), 128, 0, cuda_stream(s).get()>>>(
+      kv_store_kernel<TS, TC><<<static_cast<unsigned>(n), 256, 0, cuda_stream(s).get()>>>(
           k.ptr<const TS>(), k.stride[0], k.stride[1], v.ptr<const TS>(), v.stride[0], v.stride[1],
           slots.ptr<const int32_t>(), k_cache.dim(0) * k_cache.dim(1), k.dim(1), k.dim(2), v.dim(2),
           k_cache.ptr<TC>(), v_cache.ptr<TC>());

@@ -6,7 +6,9 @@
 namespace ft::cuda {
 namespace {
 
-int block_for(int64_t d) { return d <= 128 ? 32 : d <= 1024 ? 128 : 256; }
+int block_for(int64_t d) { return d <= 256 ? 32 : d <= 1024 ? 128 : d <= 2048 ? 256 : 1024; }
+
+constexpr int kRegsPerThread = 8;  // rows up to blockDim * 8 are held in registers: one read, loads in flight
 
 template <class TX, class TW, class TO>
 __global__ void rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, RowMap om, int64_t d, float eps,
@@ -14,6 +16,27 @@ __global__ void rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, Ro
   __shared__ float red[32];
   const TX* xr = x + xm.offset(blockIdx.x);
   TO* o = out + om.offset(blockIdx.x);
+  const float offset = zero_centered ? 1.0f : 0.0f;
+  if (d <= int64_t{blockDim.x} * kRegsPerThread) {
+    float v[kRegsPerThread], wv[kRegsPerThread];
+    float ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kRegsPerThread; ++i) {
+      const int64_t j = threadIdx.x + int64_t{i} * blockDim.x;
+      v[i] = j < d ? to_f32(xr[j]) : 0.0f;
+      wv[i] = j < d ? to_f32(w[j]) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kRegsPerThread; ++i) ss += v[i] * v[i];
+    ss = block_sum(ss, red);
+    const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
+#pragma unroll
+    for (int i = 0; i < kRegsPerThread; ++i) {
+      const int64_t j = threadIdx.x + int64_t{i} * blockDim.x;
+      if (j < d) o[j] = from_f32<TO>(v[i] * inv * (wv[i] + offset));
+    }
+    return;
+  }
   float ss = 0.0f;
   for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
     const float v = to_f32(xr[j]);
@@ -21,7 +44,6 @@ __global__ void rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, Ro
   }
   ss = block_sum(ss, red);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(d) + eps);
-  const float offset = zero_centered ? 1.0f : 0.0f;
   for (int64_t j = threadIdx.x; j < d; j += blockDim.x) o[j] = from_f32<TO>(to_f32(xr[j]) * inv * (to_f32(w[j]) + offset));
 }
 

@@ -7,38 +7,30 @@
 namespace ft::cuda {
 namespace {
 
-constexpr int64_t kMaxHalf = 512;
+constexpr int64_t kMaxHalf = 512;  // rot_dim / 2 limit (as the CPU op)
 
-// One block per token: the token's cos/sin table in shared memory, then every head's pairs.
+// One block per (token, head), a thread per rotated pair; each thread takes its own angle's cos and sin.
 template <class TX, class TO>
 __global__ void rope_kernel(const TX* x, int64_t x_tok, int64_t x_head, TO* out, int64_t o_tok, int64_t o_head,
-                            const int32_t* positions, const float* inv_freq, int64_t n_head, int64_t hd,
-                            int64_t half, bool interleaved, float factor, bool copy_tail) {
-  __shared__ float cs[kMaxHalf], sn[kMaxHalf];
-  const int64_t t = blockIdx.x;
+                            const int32_t* positions, const float* inv_freq, int64_t hd, int64_t half,
+                            bool interleaved, float factor, bool copy_tail) {
+  const int64_t t = blockIdx.x, h = blockIdx.y;
+  const TX* xi = x + t * x_tok + h * x_head;
+  TO* o = out + t * o_tok + h * o_head;
   const float pos = static_cast<float>(positions[t]);
-  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-    const float angle = __fmul_rn(pos, inv_freq[i]);
-    double c, sv;
-    sincos(static_cast<double>(angle), &sv, &c);
-    cs[i] = static_cast<float>(c * factor);
-    sn[i] = static_cast<float>(sv * factor);
-  }
-  __syncthreads();
   const int64_t step = interleaved ? 2 : 1, other = interleaved ? 1 : half;
-  for (int64_t k = threadIdx.x; k < n_head * half; k += blockDim.x) {
-    const int64_t h = k / half, i = k % half, a = i * step, b = a + other;
-    const TX* xi = x + t * x_tok + h * x_head;
-    TO* o = out + t * o_tok + h * o_head;
+  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    const int64_t a = i * step, b = a + other;
     const float x0 = to_f32(xi[a]), x1 = to_f32(xi[b]);
-    o[a] = from_f32<TO>(__fsub_rn(__fmul_rn(x0, cs[i]), __fmul_rn(x1, sn[i])));
-    o[b] = from_f32<TO>(__fadd_rn(__fmul_rn(x1, cs[i]), __fmul_rn(x0, sn[i])));
+    const float angle = __fmul_rn(pos, inv_freq[i]);
+    double cd, sd;
+    sincos(static_cast<double>(angle), &sd, &cd);
+    const float c = static_cast<float>(cd * factor), sn = static_cast<float>(sd * factor);
+    o[a] = from_f32<TO>(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn)));
+    o[b] = from_f32<TO>(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sn)));
   }
   if (copy_tail)
-    for (int64_t k = threadIdx.x; k < n_head * (hd - 2 * half); k += blockDim.x) {
-      const int64_t h = k / (hd - 2 * half), i = 2 * half + k % (hd - 2 * half);
-      out[t * o_tok + h * o_head + i] = from_f32<TO>(to_f32(x[t * x_tok + h * x_head + i]));
-    }
+    for (int64_t i = 2 * half + threadIdx.x; i < hd; i += blockDim.x) o[i] = from_f32<TO>(to_f32(xi[i]));
 }
 
 }  // namespace
@@ -57,16 +49,18 @@ Status rope(const Tensor& x,          // [n, n_head, head_dim] f32/bf16
   if (p.rot_dim < 0 || p.rot_dim % 2 != 0 || p.rot_dim > hd || half > kMaxHalf)
     return shape_error("rope", "rot_dim must be even and at most head_dim (and 1024)");
   if (positions.numel() != n || inv_freq.numel() != half) return shape_error("rope", "positions/inv_freq size");
-  if (n == 0) return ok_status();
+  if (n == 0 || x.dim(1) == 0) return ok_status();
+  if (x.dim(1) > 65535) return shape_error("rope", "too many heads");
   const bool copy_tail = (x.data() != out.data() || x.stride != out.stride) && p.rot_dim < hd;
   with_type(x.dtype, [&](auto tx) {
     with_type(out.dtype, [&](auto to) {
       using TX = decltype(tx);
       using TO = decltype(to);
-      rope_kernel<<<static_cast<unsigned>(n), 128, 0, cuda_stream(s).get()>>>(
+      const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(x.dim(1)));
+      rope_kernel<<<grid, half > 64 ? 128 : 64, 0, cuda_stream(s).get()>>>(
           x.ptr<const TX>(), x.stride[0], x.stride[1], out.ptr<TO>(), out.stride[0], out.stride[1],
-          positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), x.dim(1), hd, half, p.interleaved,
-          p.attention_factor, copy_tail);
+          positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), hd, half, p.interleaved, p.attention_factor,
+          copy_tail);
     });
   });
   return launch_status("rope");
