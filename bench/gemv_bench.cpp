@@ -2,7 +2,7 @@
 // Every benchmark rotates through enough distinct weight matrices that the working set is at least four
 // times the last-level cache, so a GEMV measures DRAM. The binary first measures the DRAM read bandwidth
 // itself (a streaming read/sum over a buffer of the same size, with the same threads) and reports each
-// GEMV's weight bytes / time as GB/s and as a share of that bandwidth.
+// GEMV's weight bytes / time as GB/s and as a share of that bandwidth; likewise for moe_experts at decode.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -94,6 +94,49 @@ void bm_matmul(benchmark::State& state, int64_t m, int64_t k) {
   state.counters["working_set_GB"] = static_cast<double>(copies) * static_cast<double>(matrix_bytes) / 1e9;
 }
 
+// moe_experts at decode (n tokens, 8 of 128 experts each, hidden 2048, intermediate 768): the CPU expert
+// executor's work. Experts are drawn from enough layers' banks to exceed the working set; GB/s counts the
+// weight bytes of the distinct experts each call reads.
+void bm_moe_decode(benchmark::State& state) {
+  constexpr int64_t kExperts = 128, kUsed = 8, kD = 2048, kInter = 768;
+  const int64_t n = state.range(0);
+  const size_t layer_bytes = static_cast<size_t>(kExperts * 3 * kInter * kD) * 2;
+  const int64_t layers = static_cast<int64_t>((working_set_bytes() + layer_bytes - 1) / layer_bytes);
+  Tensor gate_up = host_tensor(DType::kBF16, {layers * kExperts, 2 * kInter, kD});
+  Tensor down = host_tensor(DType::kBF16, {layers * kExperts, kD, kInter});
+  fill_bf16(gate_up), fill_bf16(down);
+  Tensor x = host_tensor(DType::kF32, {n, kD}), out = host_tensor(DType::kF32, {n, kD});
+  Tensor ids = host_tensor(DType::kI32, {n, kUsed}), weights = host_tensor(DType::kF32, {n, kUsed});
+  const OpTable& ops = cpu_op_table();
+  Tensor ws = host_tensor(DType::kU8, {static_cast<int64_t>(ops.moe_workspace_bytes(n, kUsed, kD, kInter))});
+  for (int64_t i = 0; i < n * kD; ++i) x.ptr<float>()[i] = static_cast<float>(i % 7) * 0.1f;
+  HostStream stream(&pool());
+  uint64_t rng = 1, bytes = 0;
+  for (int64_t call = 0; state.KeepRunningBatch(1); ++call) {
+    state.PauseTiming();
+    const int64_t layer = call % layers;
+    std::vector<bool> seen(kExperts, false);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < kUsed; ++j) {
+        int64_t e;
+        do {  // k distinct experts per token (xorshift)
+          rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+          e = static_cast<int64_t>(rng % kExperts);
+        } while (std::find(ids.ptr<int32_t>() + t * kUsed, ids.ptr<int32_t>() + t * kUsed + j, layer * kExperts + e) !=
+                 ids.ptr<int32_t>() + t * kUsed + j);
+        ids.ptr<int32_t>()[t * kUsed + j] = static_cast<int32_t>(layer * kExperts + e);
+        weights.ptr<float>()[t * kUsed + j] = 0.125f;
+        if (!seen[e]) bytes += static_cast<uint64_t>(3 * kInter * kD) * 2;
+        seen[e] = true;
+      }
+    state.ResumeTiming();
+    const Status st = ops.moe_experts(x, ids, weights, gate_up, down, out, ws, stream);
+    if (!st.ok()) state.SkipWithError(st.to_string().c_str());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsRate);
+}
+
 void bm_dram_read(benchmark::State& state) {
   for (auto _ : state) state.counters["GB/s"] = measure_dram_gbps(working_set_bytes());
 }
@@ -138,6 +181,8 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("gemv_bf16/") + s.name).c_str(),
                                  [s](benchmark::State& st) { bm_matmul(st, s.m, s.k); })
         ->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("moe_decode_bf16/e128_k8", bm_moe_decode)
+      ->Arg(1)->Arg(4)->UseRealTime()->Unit(benchmark::kMicrosecond);
   for (const Shape& s : {kShapes[0], kShapes[2]})
     benchmark::RegisterBenchmark((std::string("gemm_bf16/") + s.name).c_str(),
                                  [s](benchmark::State& st) { bm_matmul(st, s.m, s.k); })
