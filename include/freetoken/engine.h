@@ -11,6 +11,9 @@
 
 namespace ft {
 
+inline constexpr int32_t kMaxChoices = 16;   // GenerateRequest::n
+inline constexpr int32_t kMaxLogprobs = 20;  // SamplingParams::logprobs
+
 struct SamplingParams {
   float temperature = 1.0f;        // <= 0: greedy
   int32_t top_k = 0;               // 0: off
@@ -63,6 +66,7 @@ struct EngineStats {
   int32_t queued = 0;
   int32_t kv_pages_total = 0;
   int32_t kv_pages_used = 0;
+  int32_t state_slots_used = 0;  // recurrent-state slots held (models with linear attention)
   int64_t prompt_tokens = 0;     // processed since start
   int64_t generated_tokens = 0;  // since start
   int64_t preemptions = 0;

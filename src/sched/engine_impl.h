@@ -14,9 +14,6 @@
 
 namespace ft {
 
-inline constexpr int32_t kMaxChoices = 16;
-inline constexpr int32_t kMaxLogprobs = 20;
-
 class EngineImpl final : public Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "server/chat_prompt.h"
-#include "sched/engine_impl.h"
 
 namespace ft::server {
 
