@@ -1,4 +1,5 @@
-// Memory plan: KV pages = (budget - weights - workspace) / page bytes, within [floor, useful], or as overridden.
+// Memory plan: KV pages = (budget - weights - workspace - state) / page bytes, within [floor, useful], or as
+// overridden.
 #include "engine/memory_plan.h"
 
 #include <unistd.h>
@@ -33,7 +34,7 @@ namespace {
 // Without an explicit budget: what is already in use for weights and workspace (planned after they were
 // loaded), plus `ratio` of what the device still has available.
 uint64_t fixed_plus_available(const MemoryPlanInput& in) {
-  return in.weights + in.workspace + static_cast<uint64_t>(in.ratio * static_cast<double>(available_memory(in.device)));
+  return in.weights + in.workspace + in.state_bytes + static_cast<uint64_t>(in.ratio * static_cast<double>(available_memory(in.device)));
 }
 }  // namespace
 
@@ -41,16 +42,17 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
   MemoryPlan p;
   p.weights = in.weights;
   p.workspace = in.workspace;
+  p.state_bytes = in.state_bytes;
   p.page_size = in.page_size;
   if (in.page_bytes == 0) return invalid_argument("memory plan: zero page size");
   if (in.num_pages > 0 || in.num_tokens > 0) {
     p.kv_pages = in.num_pages > 0 ? in.num_pages : (in.num_tokens + in.page_size - 1) / in.page_size;
     p.kv_bytes = static_cast<uint64_t>(p.kv_pages) * in.page_bytes;
-    p.budget = p.weights + p.workspace + p.kv_bytes;
+    p.budget = p.weights + p.workspace + p.state_bytes + p.kv_bytes;
   } else {
     p.budget = in.budget ? in.budget
                          : fixed_plus_available(in);
-    const uint64_t fixed = p.weights + p.workspace;
+    const uint64_t fixed = p.weights + p.workspace + p.state_bytes;
     const uint64_t left = p.budget > fixed ? p.budget - fixed : 0;
     p.kv_pages = static_cast<int64_t>(left / in.page_bytes);
     if (in.max_useful_pages > 0) p.kv_pages = std::min(p.kv_pages, in.max_useful_pages);
@@ -67,7 +69,7 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
 std::string MemoryPlan::describe() const {
   std::ostringstream o;
   o << "memory plan: budget " << gib(budget) << " = weights " << gib(weights) << " + workspace " << gib(workspace)
-    << " + KV " << gib(kv_bytes) << " (" << kv_pages << " pages of " << page_size << " tokens = "
+    << (state_bytes ? " + recurrent state " + gib(state_bytes) : std::string()) << " + KV " << gib(kv_bytes) << " (" << kv_pages << " pages of " << page_size << " tokens = "
     << kv_pages * page_size << " tokens)";
   return o.str();
 }

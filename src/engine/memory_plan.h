@@ -1,4 +1,5 @@
-// The memory budget solver: weights, then the planned workspace, then the KV pool from what is left.
+// The memory budget solver: weights, then the planned workspace and the recurrent-state slots, then the KV pool
+// from what is left.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ struct MemoryPlanInput {
   double ratio = 0.9;
   uint64_t weights = 0;
   uint64_t workspace = 0;       // activations of the largest step, step inputs, logits
+  uint64_t state_bytes = 0;     // recurrent-state slots: one per sequence that can be alive
   uint64_t page_bytes = 0;      // one KV page over all layers
   int32_t page_size = 16;
   int64_t min_pages = 1;        // the floor: one sequence of the full context
@@ -27,6 +29,7 @@ struct MemoryPlan {
   uint64_t budget = 0;
   uint64_t weights = 0;
   uint64_t workspace = 0;
+  uint64_t state_bytes = 0;
   uint64_t kv_bytes = 0;
   int64_t kv_pages = 0;
   int32_t page_size = 0;

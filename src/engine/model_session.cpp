@@ -26,7 +26,8 @@ Result<ModelSession> ModelSession::open(const SessionOptions& o) {
   mo.show_progress = o.show_progress;
   FT_ASSIGN_OR_RETURN(s.model, load_model(o.model_dir, *s.backend, mo));
   FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*s.backend, s.model->kv_layers(), o.act_dtype,
-                                                  mo.max_pages_per_seq * o.max_seqs, o.page_size));
+                                                  mo.max_pages_per_seq * o.max_seqs, o.page_size,
+                                                  s.model->state_layers(), o.max_seqs));
   s.kv = std::make_unique<KvCache>(std::move(kv));
   return s;
 }

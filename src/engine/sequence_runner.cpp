@@ -10,7 +10,7 @@ namespace ft {
 SequenceRunner::SequenceRunner(Model& model, Backend& backend, KvCache& kv)
     : model_(model), backend_(backend), kv_(kv) {}
 
-SequenceRunner::~SequenceRunner() { seq_.release(kv_.pool()); }
+SequenceRunner::~SequenceRunner() { seq_.release(kv_); }
 
 Status SequenceRunner::feed(std::span<const int32_t> tokens, int32_t chunk, std::vector<float>* all,
                             std::vector<float>& last) {
@@ -34,6 +34,7 @@ Status SequenceRunner::step(std::span<const int32_t> tokens, bool all_rows, std:
   if (start + n > model_.options().max_pages_per_seq * page_size)
     return invalid_argument("sequence of " + std::to_string(start + n) + " tokens exceeds the context");
   FT_RETURN_IF_ERROR(seq_.reserve(kv_.pool(), page_size, n));
+  FT_RETURN_IF_ERROR(seq_.acquire_state(kv_.states()));
 
   ForwardBatch b;
   b.tokens.assign(tokens.begin(), tokens.end());
@@ -43,6 +44,7 @@ Status SequenceRunner::step(std::span<const int32_t> tokens, bool all_rows, std:
   }
   b.q_start = {0, n};
   b.kv_len = {start + n};
+  if (seq_.state_slot() >= 0) b.state_slots = {seq_.state_slot()};
   b.page_table = seq_.pages();
   b.max_pages = static_cast<int32_t>(seq_.pages().size());
   if (all_rows)

@@ -11,9 +11,11 @@ size_t KvCache::page_bytes(const std::vector<KvLayerShape>& layers, DType dtype,
 }
 
 Result<KvCache> KvCache::create(Backend& backend, const std::vector<KvLayerShape>& layers, DType dtype,
-                                int32_t n_pages, int32_t page_size) {
+                                int32_t n_pages, int32_t page_size, const std::vector<StateLayerShape>& state_layers,
+                                int32_t n_state_slots) {
   if (n_pages <= 0 || page_size <= 0) return invalid_argument("KV cache needs positive page count and size");
   KvCache kv(n_pages, page_size);
+  FT_ASSIGN_OR_RETURN(kv.states_, StatePool::create(backend, state_layers, n_state_slots));
   for (const auto& l : layers) {
     if (l.n_kv_head == 0) {
       kv.k_.emplace_back();
@@ -44,20 +46,37 @@ Status KvCache::copy_page(Backend& backend, int32_t src, int32_t dst) const {
   return ok_status();
 }
 
-Result<SequenceKv> SequenceKv::fork(PagePool& pool, int32_t page_size, const KvCache& cache, Backend& backend) const {
+Status SequenceKv::acquire_state(StatePool& states) {
+  if (!states.has_state() || state_slot_ >= 0) return ok_status();
+  FT_ASSIGN_OR_RETURN(state_slot_, states.allocate());
+  return ok_status();
+}
+
+Result<SequenceKv> SequenceKv::fork(KvCache& cache, Backend& backend) const {
+  PagePool& pool = cache.pool();
+  const int32_t page_size = cache.page_size();
   SequenceKv child;
+  if (state_slot_ >= 0) {
+    FT_RETURN_IF_ERROR(child.acquire_state(cache.states()));
+    Status st = cache.states().copy_slot(backend, state_slot_, child.state_slot_);
+    if (!st.ok()) {
+      child.release(cache);
+      return st;
+    }
+  }
   const bool partial_last = n_tokens_ % page_size != 0;
   const size_t shared = partial_last ? pages_.size() - 1 : pages_.size();
   if (partial_last) {
-    FT_ASSIGN_OR_RETURN(int32_t copy, pool.allocate());
-    Status st = cache.copy_page(backend, pages_.back(), copy);
+    Result<int32_t> copy = pool.allocate();
+    Status st = copy.ok() ? cache.copy_page(backend, pages_.back(), *copy) : copy.status();
     if (!st.ok()) {
-      pool.release(copy);
+      if (copy.ok()) pool.release(*copy);
+      child.release(cache);
       return st;
     }
     for (size_t i = 0; i < shared; ++i) pool.retain(pages_[i]);
     child.pages_.assign(pages_.begin(), pages_.begin() + static_cast<long>(shared));
-    child.pages_.push_back(copy);
+    child.pages_.push_back(*copy);
   } else {
     for (int32_t p : pages_) pool.retain(p);
     child.pages_ = pages_;
@@ -66,10 +85,12 @@ Result<SequenceKv> SequenceKv::fork(PagePool& pool, int32_t page_size, const KvC
   return child;
 }
 
-void SequenceKv::release(PagePool& pool) {
-  for (int32_t p : pages_) pool.release(p);
+void SequenceKv::release(KvCache& cache) {
+  for (int32_t p : pages_) cache.pool().release(p);
   pages_.clear();
   n_tokens_ = 0;
+  if (state_slot_ >= 0) cache.states().release(state_slot_);
+  state_slot_ = -1;
 }
 
 }  // namespace ft

@@ -30,12 +30,13 @@ void CausalLm::plan(Arena& a) {
   q_start_ = a.take(DType::kI32, {S + 1});
   kv_len_ = a.take(DType::kI32, {S});
   page_table_ = a.take(DType::kI32, {S, P});
+  state_slots_ = a.take(DType::kI32, {S});
   x_ = a.take(act, {T, c.hidden_size});
   h_ = a.take(act, {T, c.hidden_size});
   h2_ = a.take(act, {T, c.hidden_size});
   final_rows_ = a.take(act, {T, c.hidden_size});
   const int64_t inter = max_intermediate(), k = std::max<int64_t>(1, c.n_expert_used);
-  scratch_.qkv = a.take(act, {T, (c.n_head + 2 * c.n_kv_head) * c.head_dim});
+  scratch_.qkv = a.take(act, {T, qkv_width()});
   scratch_.attn = a.take(act, {T, c.n_head * c.head_dim});
   scratch_.gate_up = a.take(act, {T, 2 * inter});
   scratch_.act = a.take(act, {T, inter});
@@ -44,6 +45,17 @@ void CausalLm::plan(Arena& a) {
   scratch_.topk_w = a.take(DType::kF32, {T, k});
   const size_t moe_ws = c.n_expert ? backend_.ops().moe_workspace_bytes(T, k, c.hidden_size, inter) : 0;
   scratch_.moe_ws = a.take_bytes(std::max<size_t>(moe_ws, 1));
+  if (c.shared_expert_intermediate_size > 0) {
+    scratch_.shared = a.take(act, {T, c.hidden_size});
+    scratch_.shared_gate = a.take(act, {T, 1});
+  }
+  const int64_t key_dim = c.linear_num_key_heads * c.linear_key_head_dim;
+  const int64_t value_dim = c.linear_num_value_heads * c.linear_value_head_dim;
+  if (value_dim > 0) {
+    scratch_.linear_proj = a.take(act, {T, 2 * key_dim + 2 * value_dim + 2 * c.linear_num_value_heads});
+    scratch_.linear_conv = a.take(act, {T, 2 * key_dim + value_dim});
+    scratch_.linear_out = a.take(act, {T, value_dim});
+  }
 }
 
 Status CausalLm::plan_workspace() {
@@ -87,7 +99,8 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   if (b.max_pages > P) return invalid_argument("sequence longer than the page table");
   if (b.positions.size() != b.tokens.size() || b.slots.size() != b.tokens.size() ||
       b.q_start.size() != static_cast<size_t>(S + 1) || b.q_start.back() != n ||
-      b.page_table.size() != static_cast<size_t>(S * b.max_pages))
+      b.page_table.size() != static_cast<size_t>(S * b.max_pages) ||
+      (!b.state_slots.empty() && b.state_slots.size() != static_cast<size_t>(S)))
     return invalid_argument("inconsistent forward batch");
   for (int32_t t : b.tokens)
     if (t < 0 || t >= config_.vocab_size) return invalid_argument("token id " + std::to_string(t) + " out of range");
@@ -101,6 +114,7 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   FT_RETURN_IF_ERROR(upload(backend_, b.logit_rows, logit_rows_));
   FT_RETURN_IF_ERROR(upload(backend_, b.q_start, q_start_));
   FT_RETURN_IF_ERROR(upload(backend_, b.kv_len, kv_len_));
+  FT_RETURN_IF_ERROR(upload(backend_, b.state_slots, state_slots_));
   FT_RETURN_IF_ERROR(upload(backend_, std::vector<int32_t>(page_staging_.begin(), page_staging_.begin() + S * P),
                             page_table_));
   step.n_tokens = n;
@@ -112,6 +126,10 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   step.meta.kv_len = kv_len_.slice(0, 0, S);
   step.meta.page_table = page_table_.slice(0, 0, S);
   step.meta.n_seq = S;
+  step.max_seq_tokens = 0;
+  for (int64_t s = 0; s < S; ++s)
+    step.max_seq_tokens = std::max<int64_t>(step.max_seq_tokens, b.q_start[s + 1] - b.q_start[s]);
+  if (!b.state_slots.empty()) step.recurrent = {step.meta.q_start, step.meta.kv_len, state_slots_.slice(0, 0, S), S};
   return ok_status();
 }
 

@@ -30,6 +30,8 @@ class CausalLm : public Model {
                                const Tensor& h2) = 0;
   // The widest MLP intermediate any layer uses (dense or expert), for scratch sizing.
   virtual int64_t max_intermediate() const = 0;
+  // Columns of the fused attention projection (q, k, v; gated attention adds a gate per query head).
+  virtual int64_t qkv_width() const { return (config_.n_head + 2 * config_.n_kv_head) * config_.head_dim; }
   // Uploads inv_freq to the backend (shared by all layers).
   Result<Tensor> upload_f32(const std::vector<float>& values);
 
@@ -48,7 +50,7 @@ class CausalLm : public Model {
   Tensor lm_head_;     // [vocab, d]
   std::shared_ptr<Buffer> workspace_;
   // Step inputs at fixed addresses, sized for the largest step.
-  Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_;  // i32
+  Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_, state_slots_;  // i32
   Tensor x_, h_, h2_;      // [T, d] act
   Tensor final_rows_;      // [T, d] act: the rows whose logits are wanted
   std::vector<int32_t> page_staging_;

@@ -12,6 +12,7 @@ struct ForwardBatch {
   std::vector<int32_t> slots;       // [n_tokens] KV slot (page * page_size + row) of each token
   std::vector<int32_t> q_start;     // [n_seq + 1] first token of each sequence; back() == n_tokens
   std::vector<int32_t> kv_len;      // [n_seq] tokens cached per sequence once this step's are stored
+  std::vector<int32_t> state_slots; // [n_seq] recurrent-state slot per sequence (empty: the model keeps none)
   std::vector<int32_t> page_table;  // [n_seq, max_pages] pages of each sequence, row-major, padded with 0
   int32_t max_pages = 0;            // columns of page_table
   std::vector<int32_t> logit_rows;  // [n_logits] tokens whose next-token logits are wanted

@@ -1,4 +1,4 @@
-// Shared layers: GQA attention, dense SwiGLU MLP, MoE block.
+// Shared layers: GQA attention, dense SwiGLU MLP, MoE block (with an optional shared expert).
 #include "model/layers.h"
 
 #include <cmath>
@@ -94,6 +94,11 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
   m.route.scoring = c.scoring_func == "sigmoid" ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
   m.route.n_expert_used = c.n_expert_used;
   m.route.norm_topk = c.norm_topk_prob;
+  m.has_shared = w.has(prefix + ".shared_expert.gate_proj.weight");
+  if (m.has_shared) {
+    FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + ".shared_expert", d, c.shared_expert_intermediate_size));
+    FT_ASSIGN_OR_RETURN(m.shared_gate.w, w.get(prefix + ".shared_expert_gate.weight", {1, d}));
+  }
   return m;
 }
 
@@ -104,7 +109,13 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Ten
   const Tensor weights = rows(s.topk_w, n).slice(1, 0, k);               // [n, k] f32
   FT_RETURN_IF_ERROR(router.forward(c, x, logits));
   FT_RETURN_IF_ERROR(c.ops.moe_route(logits, Tensor{}, ids, weights, route, c.stream));
-  return c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream);
+  FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
+  if (!has_shared) return ok_status();
+  const Tensor sh = rows(s.shared, n), gate = rows(s.shared_gate, n);  // [n, d], [n, 1]
+  FT_RETURN_IF_ERROR(shared.forward(c, s, x, sh));
+  FT_RETURN_IF_ERROR(shared_gate.forward(c, x, gate));
+  FT_RETURN_IF_ERROR(c.ops.sigmoid_mul(sh, gate, sh, c.stream));
+  return c.ops.add(out, sh, out, c.stream);
 }
 
 }  // namespace ft

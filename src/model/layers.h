@@ -13,11 +13,13 @@ namespace ft {
 // This step's metadata as device tensors, sliced to its sizes.
 struct StepView {
   int64_t n_tokens = 0;
+  int64_t max_seq_tokens = 0;  // the most tokens any one sequence has in this step (1: a decode-only step)
   Tensor tokens;     // [n] i32
   Tensor positions;  // [n] i32
   Tensor slots;      // [n] i32
   Tensor logit_rows; // [n_logits] i32
   PagedAttentionMeta meta;
+  RecurrentMeta recurrent;  // state slots, for models with linear-attention layers
 };
 
 struct LayerContext {
@@ -50,6 +52,11 @@ struct LayerScratch {
   Tensor topk_ids;  // [T, k] i32
   Tensor topk_w;    // [T, k] f32
   Tensor moe_ws;    // moe_workspace_bytes
+  Tensor shared;       // [T, d]: the shared expert's output (MoE with a shared expert)
+  Tensor shared_gate;  // [T, 1]
+  Tensor linear_proj;  // [T, 2 key_dim + 2 value_dim + 2 n_v_head]: Gated DeltaNet qkv, z, b, a projections
+  Tensor linear_conv;  // [T, 2 key_dim + value_dim]: after conv1d + SiLU
+  Tensor linear_out;   // [T, value_dim]: the delta rule's output
 };
 
 // Grouped-query attention with a fused qkv projection, optional per-head q/k RMSNorm, rope and the paged cache.
@@ -78,12 +85,16 @@ struct DenseMlp {
   Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
 };
 
-// Routed experts: router -> top-k -> expert SwiGLU FFNs, weighted sum.
+// Routed experts: router -> top-k -> expert SwiGLU FFNs, weighted sum; plus, when the checkpoint has one, a
+// shared expert scaled by sigmoid(shared_expert_gate(x)).
 struct MoeBlock {
   Linear router;   // [n_expert, d]
   Tensor gate_up;  // [n_expert, 2 * inter, d]
   Tensor down;     // [n_expert, d, inter]
   MoeRouteParams route;
+  bool has_shared = false;
+  DenseMlp shared;     // inter = shared_expert_intermediate_size
+  Linear shared_gate;  // [1, d]
 
   static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c);
   Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;

@@ -28,6 +28,9 @@ class Model {
   const ModelOptions& options() const { return options_; }
   // What every layer stores per token in the KV cache.
   virtual std::vector<KvLayerShape> kv_layers() const = 0;
+  // What every layer keeps per sequence as recurrent state (empty: none); StatePool::slot_bytes of it is what
+  // one sequence needs.
+  virtual std::vector<StateLayerShape> state_layers() const { return {}; }
   // Runs the batch: stores its keys and values in `kv`, writes logits [batch.logit_rows.size(), vocab] f32
   // into `logits` (a tensor of this model's backend with at least that many rows).
   virtual Status forward(const ForwardBatch& batch, KvCache& kv, const Tensor& logits) = 0;

@@ -16,6 +16,7 @@ std::map<std::string, ModelFactory>& factories() {
 void register_all() {
   static const bool done = [] {
     register_qwen3_architectures();
+    register_qwen3_5_moe_architectures();
     return true;
   }();
   (void)done;

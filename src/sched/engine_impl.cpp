@@ -55,6 +55,10 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   mp.weights = e->model_->weight_bytes();
   mp.workspace = e->model_->workspace_bytes() + e->logits_.nbytes();
   mp.page_bytes = KvCache::page_bytes(layers, act, o.page_size);
+  // Every sequence that can be alive at once (running requests times their choices) holds one state slot.
+  const auto state_layers = e->model_->state_layers();
+  const int32_t n_state_slots = o.max_running_requests * kMaxChoices;
+  mp.state_bytes = StatePool::slot_bytes(state_layers) * static_cast<uint64_t>(n_state_slots);
   mp.page_size = o.page_size;
   mp.min_pages = mo.max_pages_per_seq;
   mp.max_useful_pages = static_cast<int64_t>(mo.max_pages_per_seq) * o.max_running_requests * kMaxChoices;
@@ -62,8 +66,8 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   mp.num_tokens = o.num_tokens;
   FT_ASSIGN_OR_RETURN(e->plan_, plan_memory(mp));
   FT_LOG(kInfo) << e->plan_.describe();
-  FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*e->backend_, layers, act,
-                                                  static_cast<int32_t>(e->plan_.kv_pages), o.page_size));
+  FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*e->backend_, layers, act, static_cast<int32_t>(e->plan_.kv_pages),
+                                                  o.page_size, state_layers, n_state_slots));
   e->kv_ = std::make_unique<KvCache>(std::move(kv));
 
   SchedulerLimits limits;
@@ -72,7 +76,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   limits.max_seqs = mo.max_seqs;
   limits.page_size = o.page_size;
   limits.max_pages_per_seq = mo.max_pages_per_seq;
-  e->scheduler_ = std::make_unique<Scheduler>(e->kv_->pool(), limits);
+  e->scheduler_ = std::make_unique<Scheduler>(*e->kv_, limits);
   e->stats_.kv_pages_total = e->kv_->pool().n_pages();
   e->thread_ = std::thread([p = e.get()] { p->loop(); });
   return std::unique_ptr<Engine>(std::move(e));
@@ -175,7 +179,7 @@ void EngineImpl::emit_token(Request& r, Choice& c, const SampleResult& s) {
   e.usage = r.usage;
   if (e.finish != FinishReason::kNone) {
     c.finish = e.finish;
-    c.kv.release(kv_->pool());
+    c.kv.release(*kv_);
   }
   r.channel->push(std::move(e));
 }
@@ -184,7 +188,7 @@ void EngineImpl::sample_entry(const StepEntry& entry, const float* row) {
   Request& r = *entry.request;
   const int64_t vocab = model_->config().vocab_size;
   if (entry.choice == 0 && !r.forked && r.params.n > 1) {
-    Status st = scheduler_->fork(r, *kv_, *backend_);
+    Status st = scheduler_->fork(r, *backend_);
     if (!st.ok()) {
       if (r.phase != RequestPhase::kQueued) scheduler_->fail(r, st);  // queued: preempted, resumes later
       return;
@@ -239,6 +243,7 @@ void EngineImpl::update_stats(const StepPlan& plan, double seconds) {
   stats_.running = scheduler_->n_running();
   stats_.queued = scheduler_->n_queued() + static_cast<int32_t>(inbox_.size());
   stats_.kv_pages_used = kv_->pool().n_used();
+  stats_.state_slots_used = kv_->states().n_used();
   stats_.prompt_tokens += plan.n_prefill_tokens;
   stats_.generated_tokens += plan.n_decode_tokens;
   stats_.preemptions = scheduler_->n_preemptions();

@@ -27,7 +27,7 @@ void Scheduler::abort_all() {
 }
 
 void Scheduler::release_pages(Request& r) {
-  for (auto& c : r.choices) c.kv.release(pool_);
+  for (auto& c : r.choices) c.kv.release(kv_);
 }
 
 void Scheduler::finish_request(Request& r, FinishReason reason, const Status& error) {
@@ -86,7 +86,7 @@ bool Scheduler::preempt_latest(const Request* needing) {
 
 bool Scheduler::add_tokens(StepPlan& plan, Request& r, Choice& c, int32_t n) {
   if (static_cast<int32_t>(plan.entries.size()) >= limits_.max_seqs) return false;
-  if (!c.kv.reserve(pool_, limits_.page_size, n).ok()) return false;
+  if (!c.kv.reserve(pool_, limits_.page_size, n).ok() || !c.kv.acquire_state(kv_.states()).ok()) return false;
   StepEntry e{&r, c.index, n, -1, r.epoch};
   const int32_t start = c.kv.n_tokens();
   for (int32_t i = 0; i < n; ++i) {
@@ -96,6 +96,7 @@ bool Scheduler::add_tokens(StepPlan& plan, Request& r, Choice& c, int32_t n) {
   }
   plan.batch.q_start.push_back(plan.batch.n_tokens());
   plan.batch.kv_len.push_back(start + n);
+  if (c.kv.state_slot() >= 0) plan.batch.state_slots.push_back(c.kv.state_slot());
   if (n == c.n_pending()) {
     e.logit_row = plan.batch.n_tokens() - 1;
     plan.batch.logit_rows.push_back(e.logit_row);
@@ -212,15 +213,15 @@ void Scheduler::commit(const StepPlan& plan) {
   for (const auto& e : plan.entries) e.request->choices[static_cast<size_t>(e.choice)].kv.advance(e.n_tokens);
 }
 
-Status Scheduler::fork(Request& r, const KvCache& cache, Backend& backend) {
+Status Scheduler::fork(Request& r, Backend& backend) {
   r.choices.reserve(static_cast<size_t>(r.params.n));  // `parent` must stay valid while choices are added
   const Choice& parent = r.choices.front();
   Status status;
   for (int32_t i = 1; i < r.params.n && status.ok(); ++i) {
-    Result<SequenceKv> kv = parent.kv.fork(pool_, limits_.page_size, cache, backend);
+    Result<SequenceKv> kv = parent.kv.fork(kv_, backend);
     while (!kv.ok() && kv.status().code() == StatusCode::kOutOfKvPages && r.phase != RequestPhase::kQueued &&
            preempt_latest(&r)) {
-      if (r.phase != RequestPhase::kQueued) kv = parent.kv.fork(pool_, limits_.page_size, cache, backend);
+      if (r.phase != RequestPhase::kQueued) kv = parent.kv.fork(kv_, backend);
     }
     if (r.phase == RequestPhase::kQueued) status = out_of_kv_pages("preempted while forking");
     else if (!kv.ok()) status = kv.status();
@@ -233,7 +234,7 @@ Status Scheduler::fork(Request& r, const KvCache& cache, Backend& backend) {
   }
   if (!status.ok()) {
     // All or nothing: the request forks again once its prompt is back in the cache.
-    for (size_t i = 1; i < r.choices.size(); ++i) r.choices[i].kv.release(pool_);
+    for (size_t i = 1; i < r.choices.size(); ++i) r.choices[i].kv.release(kv_);
     r.choices.resize(1);
     return status;
   }

@@ -1,9 +1,10 @@
 // Scheduler: admission against KV pages and the running limit (capacity), then the token budget of one
 // step (micro-batch): decode tokens first, prefill chunks with what is left. Preempts by recompute.
 //
-// Contract: schedule() may change request phases, allocate and free pages, and finish requests that
-// were aborted or cannot fit; it never touches the model. commit() records that a planned step ran.
-// Every page a request holds is released when it finishes (reap) or is preempted.
+// Contract: schedule() may change request phases, allocate and free pages and recurrent-state slots, and
+// finish requests that were aborted or cannot fit; it never touches the model. commit() records that a planned
+// step ran. Every page and state slot a request holds is released when it finishes (reap) or is preempted; a
+// sequence takes its state slot with its first tokens and keeps it across prefill chunks.
 #pragma once
 
 #include <deque>
@@ -41,7 +42,7 @@ struct StepPlan {
 
 class Scheduler {
  public:
-  Scheduler(PagePool& pool, const SchedulerLimits& limits) : pool_(pool), limits_(limits) {}
+  Scheduler(KvCache& kv, const SchedulerLimits& limits) : kv_(kv), pool_(kv.pool()), limits_(limits) {}
 
   void enqueue(std::unique_ptr<Request> request);
   void abort(uint64_t id);
@@ -50,9 +51,9 @@ class Scheduler {
   void schedule(StepPlan& plan);
   // The planned step ran: its tokens' keys and values are stored.
   void commit(const StepPlan& plan);
-  // Creates choices 1..n-1 of a request whose prompt is now cached, sharing its pages (the caller
-  // gives them their samplers).
-  Status fork(Request& request, const KvCache& cache, Backend& backend);
+  // Creates choices 1..n-1 of a request whose prompt is now cached, sharing its pages and copying its
+  // recurrent state (the caller gives them their samplers).
+  Status fork(Request& request, Backend& backend);
   // Ends every open choice of a request with kError.
   void fail(Request& request, const Status& error) { finish_request(request, FinishReason::kError, error); }
   // Requests that finished (every choice done), with their pages released.
@@ -77,6 +78,7 @@ class Scheduler {
   void fill_page_table(StepPlan& plan);
   void drop_unrunnable(StepPlan& plan);
 
+  KvCache& kv_;
   PagePool& pool_;
   SchedulerLimits limits_;
   std::deque<std::unique_ptr<Request>> queued_;

@@ -13,12 +13,19 @@ namespace ft {
 namespace {
 
 constexpr double kMaxRelL2 = 1e-5;
+// Gated DeltaNet models sit at the float32-activation floor: transformers' own float32 run reaches 5.3e-6 (short)
+// and 2.0e-5 (long) on models/qwen3_5_moe, and our ref backend (float64 ops over float32 activations) 4.8e-6 and
+// 2.1e-5 there, 3.1e-5 and 7.4e-5 on the deeper models_alt/qwen3_5_moe. The bounds are twice those.
+constexpr double kGdnShort = 1.1e-5, kGdnLong = 4e-5;
+constexpr double kGdnAltShort = 6.2e-5, kGdnAltLong = 1.5e-4;
 constexpr double kGreedyMargin = 1e-2;
 
 struct Case {
   const char* model;
   const char* device;
   int32_t chunk;  // 0: the whole prompt in one step
+  double max_short = kMaxRelL2;  // per-position relative L2 bound on reference.safetensors
+  double max_long = kMaxRelL2;   // ... and on reference_long.safetensors
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
@@ -42,7 +49,7 @@ class ModelLogits : public testing::TestWithParam<Case> {
     return std::move(s).value();
   }
 
-  void check_file(const std::string& file) {
+  void check_file(const std::string& file, double max_rel_l2) {
     const Case& c = GetParam();
     ModelSession s = open(c.chunk > 0 ? c.chunk : 512);
     const int64_t vocab = s.model->config().vocab_size;
@@ -60,7 +67,7 @@ class ModelLogits : public testing::TestWithParam<Case> {
       for (int64_t i = 0; i < t; ++i) {
         const double err = test::relative_l2(&all[i * vocab], &ref.logits[i * vocab], vocab);
         worst = std::max(worst, err);
-        if (err > kMaxRelL2 && failures++ < 10)
+        if (err > max_rel_l2 && failures++ < 10)
           ADD_FAILURE() << file << " prompt " << p << " position " << i << ": relative L2 " << err;
       }
       std::printf("%s %s prompt %zu (%lld tokens): worst relative L2 %.3g\n", c.model, file.c_str(), p,
@@ -83,8 +90,8 @@ class ModelLogits : public testing::TestWithParam<Case> {
   }
 };
 
-TEST_P(ModelLogits, ShortPrompts) { check_file("reference.safetensors"); }
-TEST_P(ModelLogits, LongPrompts) { check_file("reference_long.safetensors"); }
+TEST_P(ModelLogits, ShortPrompts) { check_file("reference.safetensors", GetParam().max_short); }
+TEST_P(ModelLogits, LongPrompts) { check_file("reference_long.safetensors", GetParam().max_long); }
 
 // models/: the public fixtures (seed 1234). models_alt/: other shapes and seed (777): vocab 1000, hidden 96,
 // head_dim 32, tied embeddings (dense), a dense first layer and 16 experts with top-4 (MoE).
@@ -99,6 +106,22 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"models_alt/qwen3_dense", "cpu", 5}, Case{"models_alt/qwen3_dense", "cpu", 16},
                     Case{"models_alt/qwen3_moe", "cpu", 0}, Case{"models_alt/qwen3_moe", "cpu", 1},
                     Case{"models_alt/qwen3_moe", "cpu", 5}, Case{"models_alt/qwen3_moe", "cpu", 16}),
+    case_name);
+
+// Gated DeltaNet (3 of 4 layers), gated attention with partial rotary, zero-centred norms, shared expert: one-shot,
+// and chunks of 1, 3 and 64 carrying the recurrent state across steps. models_alt: 8 layers, 16 experts, top-4.
+INSTANTIATE_TEST_SUITE_P(
+    Qwen35Moe, ModelLogits,
+    testing::Values(Case{"models/qwen3_5_moe", "ref", 0, kGdnShort, kGdnLong},
+                    Case{"models/qwen3_5_moe", "cpu", 0, kGdnShort, kGdnLong},
+                    Case{"models/qwen3_5_moe", "cpu", 1, kGdnShort, kGdnLong},
+                    Case{"models/qwen3_5_moe", "cpu", 3, kGdnShort, kGdnLong},
+                    Case{"models/qwen3_5_moe", "cpu", 64, kGdnShort, kGdnLong},
+                    Case{"models_alt/qwen3_5_moe", "ref", 0, kGdnAltShort, kGdnAltLong},
+                    Case{"models_alt/qwen3_5_moe", "cpu", 0, kGdnAltShort, kGdnAltLong},
+                    Case{"models_alt/qwen3_5_moe", "cpu", 1, kGdnAltShort, kGdnAltLong},
+                    Case{"models_alt/qwen3_5_moe", "cpu", 3, kGdnAltShort, kGdnAltLong},
+                    Case{"models_alt/qwen3_5_moe", "cpu", 64, kGdnAltShort, kGdnAltLong}),
     case_name);
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The engine's scheduling must not change results: batched, chunked, preempted and forked requests give
 // the tokens (and top-20 logprobs within relative L2 1e-5) of each request run alone; greedy output
-// matches the float64 transformers reference's greedy continuation; the KV pool ends empty.
+// matches the float64 transformers reference's greedy continuation; the KV pool (and, for the Gated DeltaNet
+// model, the recurrent-state pool) ends empty.
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -27,8 +28,8 @@ std::unique_ptr<Engine> make(int32_t running, int32_t prefill, int64_t pages = 0
   return std::move(e).value();
 }
 
-test::RequestOutput run_alone(const GenerateRequest& r) {
-  auto engine = make(1, 8192);
+test::RequestOutput run_alone(const GenerateRequest& r, const std::string& model = "qwen3_moe") {
+  auto engine = make(1, 8192, 0, model);
   auto s = engine->submit(r);
   EXPECT_TRUE(s.ok());
   return collect(**s, r.n);
@@ -59,13 +60,13 @@ struct Workload {
   std::vector<test::RequestOutput> alone;
 };
 
-Workload make_workload(int n, uint32_t seed, int32_t max_tokens) {
+Workload make_workload(int n, uint32_t seed, int32_t max_tokens, const std::string& model = "qwen3_moe") {
   Workload w;
   for (int i = 0; i < n; ++i) {
     const int32_t len = 3 + static_cast<int32_t>((seed * 7 + static_cast<uint32_t>(i) * 13) % 60);
     w.requests.push_back(greedy_request(random_prompt(seed + static_cast<uint32_t>(i), len, kVocab), max_tokens, 20));
   }
-  for (const auto& r : w.requests) w.alone.push_back(run_alone(r));
+  for (const auto& r : w.requests) w.alone.push_back(run_alone(r, model));
   return w;
 }
 
@@ -90,6 +91,7 @@ void expect_pool_empty(Engine& engine) {
   for (int i = 0; i < 100 && engine.stats().kv_pages_used != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(engine.stats().kv_pages_used, 0);
+  EXPECT_EQ(engine.stats().state_slots_used, 0);
 }
 
 TEST(EngineBatching, SixteenConcurrentEqualAlone) {
@@ -190,6 +192,41 @@ TEST(EngineBatching, SixtyFourConcurrentFinishAndFreeEverything) {
     }
   expect_pool_empty(*engine);
   EXPECT_EQ(engine->stats().running, 0);
+}
+
+// Qwen3.5 MoE (Gated DeltaNet): each sequence's recurrent state rides in its state slot across prefill chunks,
+// is recomputed from the tokens after preemption, and is copied into forked choices.
+TEST(EngineBatchingQwen35, ConcurrentChunkedEqualAlone) {
+  Workload w = make_workload(8, 21, 10, "qwen3_5_moe");
+  for (int32_t prefill : {5, 64}) {
+    auto engine = make(8, prefill, 0, "qwen3_5_moe");
+    auto got = run_concurrently(*engine, w.requests);
+    for (size_t i = 0; i < got.size(); ++i)
+      expect_same(got[i], w.alone[i], "prefill " + std::to_string(prefill) + " request " + std::to_string(i));
+    expect_pool_empty(*engine);
+  }
+}
+
+TEST(EngineBatchingQwen35, PreemptionByRecomputeKeepsResults) {
+  // 8 requests of 3..62 + 40 tokens share 16 pages (256 tokens) of the full-attention layer: decode preempts.
+  Workload w = make_workload(8, 5, 40, "qwen3_5_moe");
+  auto engine = make(8, 64, 16, "qwen3_5_moe");
+  auto got = run_concurrently(*engine, w.requests);
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], w.alone[i], "request " + std::to_string(i));
+  EXPECT_GT(engine->stats().preemptions, 0);
+  expect_pool_empty(*engine);
+}
+
+TEST(EngineBatchingQwen35, ForkedChoicesCopyTheState) {
+  GenerateRequest g = greedy_request(random_prompt(3, 37, kVocab), 10);
+  auto single = run_alone(g, "qwen3_5_moe");
+  g.n = 3;
+  auto engine = make(2, 8192, 0, "qwen3_5_moe");
+  auto s = engine->submit(g);
+  ASSERT_TRUE(s.ok());
+  auto forked = collect(**s, g.n);
+  for (const auto& c : forked.choices) EXPECT_EQ(c.tokens, single.choices[0].tokens);
+  expect_pool_empty(*engine);
 }
 
 }  // namespace
