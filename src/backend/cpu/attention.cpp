@@ -116,14 +116,13 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32
           for (int64_t d = 0; d < hd_v; ++d) acc[i][d] *= alpha;
         }
         m[i] = m_new;
+        l[i] += kn.exp_sub(scores[i], m_new, scores[i], c);
         for (int64_t jj = 0; jj < c; ++jj) {
-          const float e = std::exp(scores[i][jj] - m_new);
-          l[i] += e;
           const void* vrow = vc.row(page, r0 + jj, g);
           if (bf16)
-            kn.axpy_bf16(e, static_cast<const uint16_t*>(vrow), acc[i], hd_v);
+            kn.axpy_bf16(scores[i][jj], static_cast<const uint16_t*>(vrow), acc[i], hd_v);
           else
-            kn.axpy_f32(e, static_cast<const float*>(vrow), acc[i], hd_v);
+            kn.axpy_f32(scores[i][jj], static_cast<const float*>(vrow), acc[i], hd_v);
         }
       }
       j += c;

@@ -18,13 +18,14 @@ Status swiglu(const Tensor& gate,  // [n, i] f32
   if (gate.dtype != DType::kF32 || up.dtype != DType::kF32 || out.dtype != DType::kF32)
     return dtype_error("swiglu", "gate/up/out", out);
   if (!same_shape(gate, up) || !same_shape(gate, out)) return shape_error("swiglu", "shapes do not match");
+  const CpuKernels& kn = kernels();
   const int64_t d = gate.dim(-1);
   parallel_for(s, gate.n_rows(), kRowGrain, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* g = row_ptr<const float>(gate, r);
       const float* u = row_ptr<const float>(up, r);
       float* o = row_ptr<float>(out, r);
-      for (int64_t i = 0; i < d; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      kn.silu_mul(g, u, o, d);
     }
   });
   return ok_status();

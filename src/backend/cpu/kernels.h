@@ -26,6 +26,10 @@ struct CpuKernels {
   // out[t] = x[t] * s * w[t], or x[t] * s * (1 + w[t]) when zero_centered (1 + w formed in fp32).
   void (*scale_mul_f32)(const float* x, float s, const float* w, bool zero_centered, float* out, int64_t n);
   void (*scale_mul_bf16)(const float* x, float s, const uint16_t* w, bool zero_centered, float* out, int64_t n);
+  // out[t] = silu(g[t]) * u[t] = g[t] / (1 + exp(-g[t])) * u[t] (vector exp, about 1 ulp).
+  void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
+  // out[t] = exp(x[t] - m); returns the fp32 sum of out (out may alias x).
+  float (*exp_sub)(const float* x, float m, float* out, int64_t n);
   // out[t] = a[t] + b[t].
   void (*add)(const float* a, const float* b, float* out, int64_t n);
   // Exact widening; rounding to nearest even (NaN stays NaN).

@@ -1,7 +1,8 @@
 // The inner loops of kernels.h written once over a SIMD traits type S; each kernels_*.cpp instantiates them.
 //
 // S provides: V (a vector of S::kW floats), zero(), set1(f), load(const float*), load(const uint16_t*) (bf16
-// widened exactly by a 16-bit shift), store(float*, V), fma(a, b, c) = a * b + c, mul, add, sum(V) (fp32),
+// widened exactly by a 16-bit shift), store(float*, V), fma(a, b, c) = a * b + c, mul, add, div, exp (about
+// 1 ulp, may use exp_poly below), sum(V) (fp32),
 // and kHasBf16Store with store_bf16(uint16_t*, V) (round to nearest even) when the level narrows in vectors.
 // Include this header only from one .cpp per level, after defining S in an anonymous namespace. Everything here
 // has internal linkage so that no function compiled for one level is linked into another level's callers.
@@ -38,6 +39,57 @@ typename S::V load_tail(const T* p, int64_t n) {
   alignas(64) T tmp[S::kW] = {};
   std::memcpy(tmp, p, static_cast<size_t>(n) * sizeof(T));
   return S::load(tmp);
+}
+
+// Writes the first n < S::kW lanes of v.
+template <class S>
+void store_tail(float* p, typename S::V v, int64_t n) {
+  alignas(64) float tmp[S::kW];
+  S::store(tmp, v);
+  std::memcpy(p, tmp, static_cast<size_t>(n) * sizeof(float));
+}
+
+// exp(r) for |r| <= ln2 / 2: Cephes' expf polynomial.
+template <class S>
+typename S::V exp_poly(typename S::V r) {
+  typename S::V p = S::set1(1.9875691500e-4f);
+  p = S::fma(p, r, S::set1(1.3981999507e-3f));
+  p = S::fma(p, r, S::set1(8.3334519073e-3f));
+  p = S::fma(p, r, S::set1(4.1665795894e-2f));
+  p = S::fma(p, r, S::set1(1.6666665459e-1f));
+  p = S::fma(p, r, S::set1(5.0000001201e-1f));
+  return S::add(S::fma(p, S::mul(r, r), r), S::set1(1.0f));
+}
+
+template <class S>
+typename S::V silu_mul_v(typename S::V g, typename S::V u) {
+  const typename S::V one = S::set1(1.0f);
+  return S::mul(S::div(g, S::add(one, S::exp(S::mul(S::set1(-1.0f), g)))), u);
+}
+
+template <class S>
+void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+  int64_t t = 0;
+  for (; t + S::kW <= n; t += S::kW) S::store(out + t, silu_mul_v<S>(S::load(g + t), S::load(u + t)));
+  if (t < n) store_tail<S>(out + t, silu_mul_v<S>(load_tail<S>(g + t, n - t), load_tail<S>(u + t, n - t)), n - t);
+}
+
+template <class S>
+float exp_sub(const float* x, float m, float* out, int64_t n) {
+  const typename S::V mv = S::set1(m);
+  typename S::V acc = S::zero();
+  int64_t t = 0;
+  for (; t + S::kW <= n; t += S::kW) {
+    const typename S::V e = S::exp(S::add(S::load(x + t), S::mul(S::set1(-1.0f), mv)));
+    S::store(out + t, e);
+    acc = S::add(acc, e);
+  }
+  float sum = S::sum(acc);
+  if (t < n) {
+    store_tail<S>(out + t, S::exp(S::add(load_tail<S>(x + t, n - t), S::mul(S::set1(-1.0f), mv))), n - t);
+    for (; t < n; ++t) sum += out[t];
+  }
+  return sum;
 }
 
 template <class S, class W, int NX, int NW>
@@ -164,6 +216,8 @@ CpuKernels make_kernels() {
   k.scale_mul_f32 = &scale_mul<S, float>;
   k.scale_mul_bf16 = &scale_mul<S, uint16_t>;
   k.add = &add<S>;
+  k.silu_mul = &silu_mul<S>;
+  k.exp_sub = &exp_sub<S>;
   k.bf16_to_f32 = &bf16_to_f32_row<S>;
   k.f32_to_bf16 = &f32_to_bf16_row<S>;
   return k;

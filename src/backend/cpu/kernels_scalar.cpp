@@ -1,4 +1,6 @@
 // The portable kernel table: one float per "vector", for machines without AVX2 and for testing.
+#include <cmath>
+
 #include "backend/cpu/kernels_body.h"
 
 namespace ft::cpu {
@@ -16,6 +18,8 @@ struct Scalar {
   static V fma(V a, V b, V c) { return a * b + c; }
   static V mul(V a, V b) { return a * b; }
   static V add(V a, V b) { return a + b; }
+  static V div(V a, V b) { return a / b; }
+  static V exp(V x) { return std::exp(x); }
   static float sum(V v) { return v; }
 };
 

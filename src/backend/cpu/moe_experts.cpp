@@ -3,7 +3,6 @@
 // then down as a second GEMM; the outputs are combined per token in fp32 with the router weights.
 // Work items are (run, L2-sized block of weight rows), handed out dynamically.
 #include <algorithm>
-#include <cmath>
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/cpu_ops.h"
@@ -113,7 +112,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
   parallel_for(s, n_pairs, 4, [&](int, int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q) {
       float* hq = ws.h + q * 2 * inter;
-      for (int64_t i = 0; i < inter; ++i) hq[i] = hq[i] / (1.0f + std::exp(-hq[i])) * hq[inter + i];
+      kn.silu_mul(hq, hq + inter, hq, inter);
     }
   });
   run_gemm(down, d, inter, [&](int64_t q0) { return XRows{ws.h + q0 * 2 * inter, 2 * inter}; }, ws.y, d);

@@ -12,6 +12,9 @@
 namespace ft::cpu {
 namespace {
 
+template <class S>
+typename S::V exp_poly(typename S::V r);
+
 struct Avx512Base {
   using V = __m512;
   static constexpr int kW = 16;
@@ -26,6 +29,17 @@ struct Avx512Base {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  // expf as Cephes: x = n ln2 + r, |r| <= ln2 / 2, degree-6 polynomial, times 2^n by vscalefps (about 1 ulp;
+  // overflow to infinity, underflow to zero). x is clamped to [-104, 89] first; NaN passes through.
+  static V exp(V x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));
+    const V n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    V r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    return _mm512_scalef_ps(exp_poly<Avx512Base>(r), n);
+  }
   static float sum(V v) { return _mm512_reduce_add_ps(v); }
 };
 
