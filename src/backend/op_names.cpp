@@ -22,6 +22,7 @@ const char* op_name(Op op) {
     case Op::kGatedDeltaStep: return "gated_delta_step";
     case Op::kRmsNormGated: return "rms_norm_gated";
     case Op::kSigmoidMul: return "sigmoid_mul";
+    case Op::kSample: return "sample";
   }
   return "?";
 }

@@ -34,6 +34,7 @@ enum class Op {
   kGatedDeltaStep,
   kRmsNormGated,
   kSigmoidMul,
+  kSample,
 };
 const char* op_name(Op op);
 
@@ -158,6 +159,16 @@ struct OpTable {
   // out = x * sigmoid(gate).  x [..., d] act; gate [..., d] or [..., 1] (one gate per row) act; out like x
   // (may alias x).
   Status (*sigmoid_mul)(const Tensor& x, const Tensor& gate, const Tensor& out, Stream& s);
+  // One token per row of logits [n, vocab] f32. params [n, 5] f32 per row: temperature (<= 0: greedy), top_k (0:
+  // off), top_p (1: off), min_p (0: off), u (a uniform draw in [0, 1)). Greedy (temperature <= 0 or top_k 1) takes
+  // the argmax (ties: lower id). Otherwise the tokens by descending logit (ties: lower id first) are cut to the
+  // top_k, then to the smallest prefix whose probability (softmax(logits / temperature) over the top_k) reaches
+  // top_p, then to those with probability >= min_p times the largest; the draw walks the kept tokens in id order
+  // and takes the first whose cumulative renormalised probability exceeds u. ids [n] i32; logprobs [n, 1 + n_top]
+  // f32: log_softmax(logits)[id], then the n_top most likely tokens' (ties: lower id); top_ids [n, n_top] i32
+  // (n_top = logprobs.dim(1) - 1 >= 0; undefined when 0).
+  Status (*sample)(const Tensor& logits, const Tensor& params, const Tensor& ids, const Tensor& logprobs,
+                   const Tensor& top_ids, Stream& s);
 };
 
 }  // namespace ft

@@ -35,6 +35,7 @@ const OpTable& cpu_op_table() {
       &cpu::gated_delta_step,
       &cpu::rms_norm_gated,
       &cpu::sigmoid_mul,
+      &cpu::sample,
   };
   return table;
 }

@@ -22,6 +22,8 @@ bool supports(Op op, DType act, DType weight) {
       auto fb = [](DType t) { return t == DType::kF32 || t == DType::kBF16; };
       return fb(act) && fb(weight);
     }
+    case Op::kSample:
+      return true;  // f32 logits, whatever the model's dtypes
     default:
       return false;  // the linear-attention ops have no CUDA kernels yet (their table entries are null)
   }
@@ -31,21 +33,22 @@ bool supports(Op op, DType act, DType weight) {
 
 const OpTable& cuda_op_table() {
   static const OpTable table{
-      "cuda",
-      &cuda::supports,
-      &cuda::embedding,
-      &cuda::matmul,
-      &cuda::rms_norm,
-      &cuda::rope,
-      &cuda::swiglu,
-      &cuda::softmax,
-      &cuda::add,
-      &cuda::convert,
-      &cuda::kv_store,
-      &cuda::attention,
-      &cuda::moe_route,
-      &cuda::moe_experts,
-      &cuda::moe_workspace_bytes,
+      .name = "cuda",
+      .supports = &cuda::supports,
+      .embedding = &cuda::embedding,
+      .matmul = &cuda::matmul,
+      .rms_norm = &cuda::rms_norm,
+      .rope = &cuda::rope,
+      .swiglu = &cuda::swiglu,
+      .softmax = &cuda::softmax,
+      .add = &cuda::add,
+      .convert = &cuda::convert,
+      .kv_store = &cuda::kv_store,
+      .attention = &cuda::attention,
+      .moe_route = &cuda::moe_route,
+      .moe_experts = &cuda::moe_experts,
+      .moe_workspace_bytes = &cuda::moe_workspace_bytes,
+      .sample = &cuda::sample,
   };
   return table;
 }

@@ -27,6 +27,8 @@ Status moe_route(const Tensor& logits, const Tensor& bias, const Tensor& ids, co
 Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                    const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
 size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter);
+Status sample(const Tensor& logits, const Tensor& params, const Tensor& ids, const Tensor& logprobs,
+              const Tensor& top_ids, Stream& s);
 }  // namespace cuda
 
 }  // namespace ft

@@ -36,6 +36,8 @@ Status gated_delta_step(const Tensor& q, const Tensor& k, const Tensor& v, const
                         const GatedDeltaParams& p, Stream& s);
 Status rms_norm_gated(const Tensor& x, const Tensor& w, const Tensor& z, const Tensor& out, float eps, Stream& s);
 Status sigmoid_mul(const Tensor& x, const Tensor& gate, const Tensor& out, Stream& s);
+Status sample(const Tensor& logits, const Tensor& params, const Tensor& ids, const Tensor& logprobs,
+              const Tensor& top_ids, Stream& s);
 }  // namespace ref
 
 }  // namespace ft

@@ -28,6 +28,7 @@ const OpTable& ref_op_table() {
       .gated_delta_step = ref::gated_delta_step,
       .rms_norm_gated = ref::rms_norm_gated,
       .sigmoid_mul = ref::sigmoid_mul,
+      .sample = ref::sample,
   };
   return table;
 }
