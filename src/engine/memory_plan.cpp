@@ -68,9 +68,11 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
 
 std::string MemoryPlan::describe() const {
   std::ostringstream o;
-  o << "memory plan: budget " << gib(budget) << " = weights " << gib(weights) << " + workspace " << gib(workspace)
-    << (state_bytes ? " + recurrent state " + gib(state_bytes) : std::string()) << " + KV " << gib(kv_bytes) << " (" << kv_pages << " pages of " << page_size << " tokens = "
-    << kv_pages * page_size << " tokens)";
+  const uint64_t total = weights + workspace + state_bytes + kv_bytes;
+  o << "memory plan (budget " << gib(budget) << "): weights " << gib(weights) << " + workspace " << gib(workspace);
+  if (state_bytes) o << " + recurrent state " << gib(state_bytes);
+  o << " + KV " << gib(kv_bytes) << " (" << kv_pages << " pages of " << page_size << " tokens = "
+    << kv_pages * page_size << " tokens) = " << gib(total);
   return o.str();
 }
 
