@@ -99,6 +99,7 @@ struct EngineOptions {
   int64_t num_pages = 0;              // KV pages, overriding the budget
   int64_t num_tokens = 0;             // KV tokens, overriding the budget
   bool show_progress = true;
+  bool cuda_graph = true;             // decode-only steps on a device backend replay captured graphs
 };
 
 class Engine {

@@ -24,6 +24,7 @@ void add_serve_flags(Args& a, bool model_required) {
   a.flag("num-tokens", "N", "KV tokens (overrides the memory budget)", "0");
   a.flag("memory-budget", "SIZE", "bytes the engine may use, e.g. 24G (default: --memory-ratio of free memory)");
   a.flag("memory-ratio", "F", "fraction of free memory the engine may use", "0.9");
+  a.flag("disable-cuda-graph", "", "run decode steps eagerly instead of replaying captured CUDA graphs");
   a.flag("reasoning-parser", "NAME", "auto (<think> blocks when the chat template has them) or off", "auto");
   a.flag("tool-call-parser", "NAME", "auto (<tool_call> blocks when the chat template has them) or off", "auto");
   a.flag("allowed-local-media-path", "DIR", "directory file:// image references may name (unset: refused)");
@@ -84,6 +85,7 @@ Result<server::ServerOptions> serve_options(const Args& a) {
   }
   FT_ASSIGN_OR_RETURN(e.memory_ratio, a.number("memory-ratio"));
   if (!(e.memory_ratio > 0 && e.memory_ratio <= 1)) return invalid_argument("flag --memory-ratio must be in (0, 1]");
+  e.cuda_graph = !a.on("disable-cuda-graph");
   return o;
 }
 

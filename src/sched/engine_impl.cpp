@@ -66,9 +66,19 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   mp.num_tokens = o.num_tokens;
   FT_ASSIGN_OR_RETURN(e->plan_, plan_memory(mp));
   FT_LOG(kInfo) << e->plan_.describe();
-  FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*e->backend_, layers, act, static_cast<int32_t>(e->plan_.kv_pages),
+  // Graph replay pads decode steps with sequences that write to one scratch page beyond the plan.
+  const bool graphs = o.cuda_graph && !e->backend_->device().is_cpu() && state_layers.empty();
+  FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*e->backend_, layers, act,
+                                                  static_cast<int32_t>(e->plan_.kv_pages) + (graphs ? 1 : 0),
                                                   o.page_size, state_layers, n_state_slots));
   e->kv_ = std::make_unique<KvCache>(std::move(kv));
+  if (graphs) {
+    FT_ASSIGN_OR_RETURN(e->graphs_, GraphRunner::create(*e->model_, *e->backend_, *e->kv_));
+  }
+  if (!e->backend_->device().is_cpu()) {
+    FT_ASSIGN_OR_RETURN(DeviceSampler ds, DeviceSampler::create(*e->backend_, mo.max_seqs));
+    e->device_sampler_ = std::make_unique<DeviceSampler>(std::move(ds));
+  }
 
   SchedulerLimits limits;
   limits.max_running = o.max_running_requests;
@@ -77,7 +87,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   limits.page_size = o.page_size;
   limits.max_pages_per_seq = mo.max_pages_per_seq;
   e->scheduler_ = std::make_unique<Scheduler>(*e->kv_, limits);
-  e->stats_.kv_pages_total = e->kv_->pool().n_pages();
+  e->stats_.kv_pages_total = static_cast<int32_t>(e->plan_.kv_pages);
   e->thread_ = std::thread([p = e.get()] { p->loop(); });
   return std::unique_ptr<Engine>(std::move(e));
 }
@@ -184,7 +194,7 @@ void EngineImpl::emit_token(Request& r, Choice& c, const SampleResult& s) {
   r.channel->push(std::move(e));
 }
 
-void EngineImpl::sample_entry(const StepEntry& entry, const float* row) {
+void EngineImpl::sample_entry(const StepEntry& entry, const float* row, const SampleResult* drawn) {
   Request& r = *entry.request;
   const int64_t vocab = model_->config().vocab_size;
   if (entry.choice == 0 && !r.forked && r.params.n > 1) {
@@ -205,8 +215,12 @@ void EngineImpl::sample_entry(const StepEntry& entry, const float* row) {
     }
   } else {
     Choice& c = r.choices[static_cast<size_t>(entry.choice)];
-    row_copy_.assign(row, row + vocab);
-    emit_token(r, c, sample_token(row_copy_, *c.sampler));
+    if (drawn) {
+      emit_token(r, c, *drawn);
+    } else {
+      row_copy_.assign(row, row + vocab);
+      emit_token(r, c, sample_token(row_copy_, *c.sampler));
+    }
   }
   bool decoding = true;
   for (const auto& c : r.choices)
@@ -217,7 +231,8 @@ void EngineImpl::sample_entry(const StepEntry& entry, const float* row) {
 }
 
 void EngineImpl::run_step(StepPlan& plan) {
-  const Status st = model_->forward(plan.batch, *kv_, logits_);
+  const Status st = graphs_ && graphs_->accepts(plan.batch) ? graphs_->run(plan.batch, logits_)
+                                                             : model_->forward(plan.batch, *kv_, logits_);
   if (!st.ok()) {
     FT_LOG(kError) << "forward failed: " << st.to_string();
     for (const auto& e : plan.entries)
@@ -225,6 +240,7 @@ void EngineImpl::run_step(StepPlan& plan) {
     return;
   }
   scheduler_->commit(plan);
+  if (sample_on_device(plan)) return;
   const int64_t vocab = model_->config().vocab_size;
   const int64_t rows = static_cast<int64_t>(plan.batch.logit_rows.size());
   host_logits_.resize(static_cast<size_t>(rows * vocab));
@@ -238,11 +254,33 @@ void EngineImpl::run_step(StepPlan& plan) {
     if (e.logit_row >= 0) sample_entry(e, &host_logits_[static_cast<size_t>(row++ * vocab)]);
 }
 
+bool EngineImpl::sample_on_device(const StepPlan& plan) {
+  if (!device_sampler_) return false;
+  device_states_.clear();
+  for (const auto& e : plan.entries) {
+    if (e.logit_row < 0) continue;
+    const Request& r = *e.request;
+    if (e.choice == 0 && !r.forked && r.params.n > 1) return false;  // the fork samples every choice from one row
+    SamplerState* st = r.choices[static_cast<size_t>(e.choice)].sampler.get();
+    if (!DeviceSampler::can_sample(st->params())) return false;
+    device_states_.push_back(st);
+  }
+  const Status st = device_sampler_->sample(logits_, device_states_, device_results_);
+  FT_CHECK_MSG(st.ok(), "device sampling failed");
+  size_t row = 0;
+  for (const auto& e : plan.entries)
+    if (e.logit_row >= 0) {
+      sample_entry(e, nullptr, &device_results_[row]);
+      ++row;
+    }
+  return true;
+}
+
 void EngineImpl::update_stats(const StepPlan& plan, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.running = scheduler_->n_running();
   stats_.queued = scheduler_->n_queued() + static_cast<int32_t>(inbox_.size());
-  stats_.kv_pages_used = kv_->pool().n_used();
+  stats_.kv_pages_used = kv_->pool().n_used() - (graphs_ ? 1 : 0);
   stats_.state_slots_used = kv_->states().n_used();
   stats_.prompt_tokens += plan.n_prefill_tokens;
   stats_.generated_tokens += plan.n_decode_tokens;

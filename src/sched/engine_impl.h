@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/device_sampler.h"
+#include "engine/graph_runner.h"
 #include "engine/memory_plan.h"
 #include "freetoken/engine.h"
 #include "model/model.h"
@@ -34,7 +36,10 @@ class EngineImpl final : public Engine {
   void loop();
   void run_step(StepPlan& plan);
   // Samples the next token of every choice an entry ends (forking n > 1 choices first).
-  void sample_entry(const StepEntry& e, const float* logits_row);
+  // `drawn`: the token already sampled on the device (no fork pending), else nullptr and `logits_row` is used.
+  void sample_entry(const StepEntry& e, const float* logits_row, const SampleResult* drawn = nullptr);
+  // Samples every logit row on the device when each can be (no penalties, no fork pending).
+  bool sample_on_device(const StepPlan& plan);
   void emit_token(Request& r, Choice& c, const SampleResult& s);
   void update_stats(const StepPlan& plan, double seconds);
 
@@ -42,6 +47,10 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<GraphRunner> graphs_;  // decode-only steps as replayed graphs (device backends)
+  std::unique_ptr<DeviceSampler> device_sampler_;  // device backends with a sample op
+  std::vector<SamplerState*> device_states_;
+  std::vector<SampleResult> device_results_;
   MemoryPlan plan_;
   int32_t context_ = 0;
   Tensor logits_;                  // [max_seqs, vocab] f32 on the device

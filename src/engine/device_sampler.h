@@ -1,0 +1,30 @@
+// DeviceSampler: samples a step's logit rows with the backend's `sample` op and copies back only the chosen ids
+// and logprobs. Penalties stay on the host path (sampler.h): a row with any penalty is not device-samplable.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/sampler.h"
+
+namespace ft {
+
+class DeviceSampler {
+ public:
+  // Buffers for up to max_rows rows of kMaxLogprobs alternatives.
+  static Result<DeviceSampler> create(Backend& backend, int64_t max_rows);
+  // No repetition, presence or frequency penalty.
+  static bool can_sample(const SamplingParams& p);
+  // Samples rows [0, states.size()) of logits [>= rows, vocab] f32, row i with states[i] (which draws its u and
+  // observes the chosen token); waits for the result.
+  Status sample(const Tensor& logits, const std::vector<SamplerState*>& states, std::vector<SampleResult>& out);
+
+ private:
+  explicit DeviceSampler(Backend& backend) : backend_(&backend) {}
+  Backend* backend_;
+  Tensor params_, ids_, logprobs_, top_ids_;  // [R, 5] f32, [R] i32, [R, 1 + kMaxLogprobs] f32, [R, kMaxLogprobs] i32
+  std::vector<float> host_params_, host_logprobs_;
+  std::vector<int32_t> host_ids_, host_top_;
+};
+
+}  // namespace ft
