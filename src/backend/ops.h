@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/tensor.h"
 #include "freetoken/status.h"
@@ -170,5 +171,17 @@ struct OpTable {
   Status (*sample)(const Tensor& logits, const Tensor& params, const Tensor& ids, const Tensor& logprobs,
                    const Tensor& top_ids, Stream& s);
 };
+
+// Declares op `name` in the enclosing (backend) namespace with exactly the OpTable signature, so the
+// backends' signatures cannot drift apart: ft::cpu::matmul has the type of *OpTable::matmul.
+#define FT_DECLARE_OP(name) std::remove_pointer_t<decltype(::ft::OpTable::name)> name;
+// Every op of the table; a backend header says `namespace cpu { FT_DECLARE_OPS() }`. A backend defines
+// the ops it runs; its table leaves the others null.
+#define FT_DECLARE_OPS()                                                                                   \
+  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(rope)               \
+  FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)                   \
+  FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts)     \
+  FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)         \
+  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul) FT_DECLARE_OP(sample)
 
 }  // namespace ft
