@@ -196,6 +196,8 @@ void EngineImpl::emit_token(Request& r, Choice& c, const SampleResult& s) {
 
 void EngineImpl::sample_entry(const StepEntry& entry, const float* row, const SampleResult* drawn) {
   Request& r = *entry.request;
+  // Preempted by an earlier entry's fork in this step: it recomputes these tokens when re-admitted.
+  if (entry.epoch != r.epoch) return;
   const int64_t vocab = model_->config().vocab_size;
   if (entry.choice == 0 && !r.forked && r.params.n > 1) {
     Status st = scheduler_->fork(r, *backend_);

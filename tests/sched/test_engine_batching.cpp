@@ -161,6 +161,28 @@ TEST(EngineBatching, ForkedChoicesShareThePrompt) {
   }
 }
 
+TEST(EngineBatching, ForkThatPreemptsARequestSampledInTheSameStep) {
+  // 16 pages (256 tokens). A (n = 2, 200-token prompt: 13 pages, the last partly filled) ends its prefill in
+  // the step that admits B (48 tokens: the last 3 pages). Sampling A forks it, which needs a page for the
+  // copy of its partial page, so B (sampled later in the same step) is preempted: its logits of that step
+  // must not end it while it waits in the queue.
+  GenerateRequest a = greedy_request(random_prompt(31, 200, kVocab), 3);
+  GenerateRequest b = greedy_request(random_prompt(32, 48, kVocab), 1);
+  auto a_alone = run_alone(a);
+  auto b_alone = run_alone(b);
+  a.n = 2;
+  auto engine = make(2, 128, 16);
+  auto sa = engine->submit(a);
+  auto sb = engine->submit(b);  // at once: queued before A's second chunk is planned
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  auto got_b = collect(**sb, 1);
+  auto got_a = collect(**sa, 2);
+  for (const auto& c : got_a.choices) EXPECT_EQ(c.tokens, a_alone.choices[0].tokens);
+  EXPECT_EQ(got_b.choices[0].tokens, b_alone.choices[0].tokens);
+  EXPECT_GT(engine->stats().preemptions, 0);
+  expect_pool_empty(*engine);
+}
+
 TEST(EngineBatching, SeededSamplingIgnoresOtherTraffic) {
   GenerateRequest r = greedy_request(random_prompt(9, 20, kVocab), 16);
   r.sampling.temperature = 0.9f;
