@@ -1,5 +1,4 @@
-// The CUDA op table and what it supports: f32 or bf16 activations with f32 or bf16 weights, for every op
-// but the linear-attention family (conv1d_silu, gated_delta_*, rms_norm_gated, sigmoid_mul).
+// The CUDA op table and what it supports: f32 or bf16 activations with f32 or bf16 weights, for every op.
 #include "backend/cuda/cuda_ops.h"
 
 namespace ft {
@@ -18,15 +17,19 @@ bool supports(Op op, DType act, DType weight) {
     case Op::kKvStore:
     case Op::kAttention:
     case Op::kMoeRoute:
-    case Op::kMoeExperts: {
+    case Op::kMoeExperts:
+    case Op::kConv1dSilu:
+    case Op::kGatedDeltaChunked:
+    case Op::kGatedDeltaStep:
+    case Op::kRmsNormGated:
+    case Op::kSigmoidMul: {
       auto fb = [](DType t) { return t == DType::kF32 || t == DType::kBF16; };
       return fb(act) && fb(weight);
     }
     case Op::kSample:
       return true;  // f32 logits, whatever the model's dtypes
-    default:
-      return false;  // the linear-attention ops have no CUDA kernels yet (their table entries are null)
   }
+  return false;
 }
 
 }  // namespace cuda
@@ -48,6 +51,11 @@ const OpTable& cuda_op_table() {
       .moe_route = &cuda::moe_route,
       .moe_experts = &cuda::moe_experts,
       .moe_workspace_bytes = &cuda::moe_workspace_bytes,
+      .conv1d_silu = &cuda::conv1d_silu,
+      .gated_delta_chunked = &cuda::gated_delta_chunked,
+      .gated_delta_step = &cuda::gated_delta_step,
+      .rms_norm_gated = &cuda::rms_norm_gated,
+      .sigmoid_mul = &cuda::sigmoid_mul,
       .sample = &cuda::sample,
   };
   return table;
