@@ -9,51 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "op_harness.h"
+#include "recurrent_batch.h"
 
 namespace ft::test {
 namespace {
-
-// A batch of sequences with the given lengths in slots 2, 0, 1, ...; the first sequence starts fresh.
-struct Batch {
-  Tensor q_start, kv_len, slots;
-  RecurrentMeta meta;
-  int64_t n_rows = 0;
-};
-
-Batch make_batch(const std::vector<int64_t>& lengths) {
-  Batch b;
-  const int64_t n_seq = static_cast<int64_t>(lengths.size());
-  b.q_start = make_tensor(DType::kI32, {n_seq + 1});
-  b.kv_len = make_tensor(DType::kI32, {n_seq});
-  b.slots = make_tensor(DType::kI32, {n_seq});
-  for (int64_t s = 0; s < n_seq; ++s) {
-    set_value(b.q_start, s, static_cast<double>(b.n_rows));
-    b.n_rows += lengths[static_cast<size_t>(s)];
-    set_value(b.kv_len, s, static_cast<double>(lengths[static_cast<size_t>(s)] + (s == 0 ? 0 : 11)));
-    set_value(b.slots, s, static_cast<double>((s + 2) % (n_seq + 1)));
-  }
-  set_value(b.q_start, n_seq, static_cast<double>(b.n_rows));
-  b.meta = {b.q_start, b.kv_len, b.slots, n_seq};
-  return b;
-}
-
-const std::vector<std::vector<int64_t>> kBatches = {{1}, {7, 1, 130}, {130, 7}};
-
-std::string lengths_name(const std::vector<int64_t>& l) {
-  std::ostringstream os;
-  os << " lengths";
-  for (int64_t n : l) os << ' ' << n;
-  return os.str();
-}
 
 TEST(OpsCpu, Conv1dSilu) {
   OpEnv env;
   for (DType wd : {DType::kF32, DType::kBF16})
     for (int64_t c : {1, 37, 131})
       for (int64_t kernel : {2, 4})
-        for (const auto& lengths : kBatches) {
-          const Batch b = make_batch(lengths);
+        for (const auto& lengths : kRecurrentBatches) {
+          const RecurrentBatch b = make_recurrent_batch(lengths);
           const int64_t n_slots = static_cast<int64_t>(lengths.size()) + 1;
           Tensor xbuf = make_tensor(DType::kF32, {b.n_rows, c + 5}), w = make_tensor(wd, {c, kernel});
           fill_normal(xbuf, 80 + c), fill_normal(w, 81);
@@ -87,8 +54,8 @@ TEST(OpsCpu, GatedDelta) {
   const DeltaShape shapes[] = {{2, 4, 16, 16}, {3, 3, 33, 17}, {1, 2, 128, 128}};
   for (const DeltaShape& sh : shapes)
     for (DType pd : {DType::kF32, DType::kBF16})
-      for (const auto& lengths : kBatches) {
-        const Batch b = make_batch(lengths);
+      for (const auto& lengths : kRecurrentBatches) {
+        const RecurrentBatch b = make_recurrent_batch(lengths);
         const int64_t n = b.n_rows, n_slots = static_cast<int64_t>(lengths.size()) + 1;
         // q, k, v are column slices of one conv output row, a and b of one projection row.
         Tensor qkv = make_tensor(DType::kF32, {n, 2 * sh.n_k * sh.dk + sh.n_v * sh.dv});
