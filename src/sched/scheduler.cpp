@@ -206,7 +206,22 @@ void Scheduler::schedule(StepPlan& plan) {
   admit(plan, budget);
   // A request preempted or finished while this step was planned may hold entries planned before.
   drop_unrunnable(plan);
+  if (plan.empty()) break_stall();
   fill_page_table(plan);
+}
+
+void Scheduler::break_stall() {
+  // Nothing could be planned, yet requests run: each waits for pages the others hold (the choices of a
+  // preempted n > 1 request recompute without sharing their prompt). Without a step nothing would change.
+  int32_t live = 0;
+  Request* last = nullptr;
+  for (auto& r : running_)
+    if (r->phase != RequestPhase::kFinished) {
+      ++live;
+      last = r.get();
+    }
+  if (live == 1) finish_request(*last, FinishReason::kError, out_of_kv_pages("the KV cache cannot hold this request"));
+  else if (live > 1) preempt_latest(nullptr);
 }
 
 void Scheduler::commit(const StepPlan& plan) {

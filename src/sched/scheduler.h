@@ -77,6 +77,8 @@ class Scheduler {
   void release_pages(Request& r);
   void fill_page_table(StepPlan& plan);
   void drop_unrunnable(StepPlan& plan);
+  // An empty plan while requests run: the latest admitted gives its pages back, or fails when alone.
+  void break_stall();
 
   KvCache& kv_;
   PagePool& pool_;

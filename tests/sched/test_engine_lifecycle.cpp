@@ -121,6 +121,27 @@ TEST(EngineLifecycle, RandomMixLeavesNoPageBehind) {
   wait_pool_empty(*engine);
 }
 
+TEST(EngineLifecycle, PreemptedForkThatCannotRecomputeEndsWithAnError) {
+  // 16 pages. A (n = 2, 150-token prompt) shares 9 prompt pages between its choices; B (older, 40 + 100
+  // tokens) preempts it. Recomputed without sharing, A's two sequences need 2 x 11 pages: alone, it can
+  // never run again, so it must end with an error instead of waiting for pages forever.
+  auto engine = make(2, 16, 16);
+  auto b = *engine->submit(greedy_request(random_prompt(11, 40, 512), 100));
+  GenerateRequest ra = greedy_request(random_prompt(12, 150, 512), 40);
+  ra.n = 2;
+  auto a = *engine->submit(ra);
+  std::vector<FinishReason> finish(2, FinishReason::kNone);
+  TokenEvent e;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool timed_out = false;
+  while (std::chrono::steady_clock::now() < deadline && (a->next_for(e, 100, timed_out) || timed_out))
+    if (!timed_out && e.finish != FinishReason::kNone) finish.at(static_cast<size_t>(e.choice)) = e.finish;
+  for (FinishReason f : finish) EXPECT_TRUE(f == FinishReason::kError || f == FinishReason::kLength);
+  EXPECT_EQ(collect(*b, 1).choices[0].finish, FinishReason::kLength);
+  EXPECT_GT(engine->stats().preemptions, 0);
+  wait_pool_empty(*engine);
+}
+
 TEST(EngineLifecycle, ShutdownEndsRunningStreams) {
   auto engine = make(2, 16);
   auto s = *engine->submit(greedy_request(random_prompt(8, 30, 512), 200));
