@@ -16,7 +16,7 @@ Json stats_json(ServerState& s) {
   Json j = {{"status", phase_name(s.phase())}, {"model", s.model_name()},
             {"uptime_s", s.seconds_since_start()},
             {"active_generations", s.active_generations().load()}};
-  if (s.phase() == Phase::kReady || s.phase() == Phase::kStopping) {
+  if (s.has_engine()) {
     const EngineStats e = s.engine().stats();
     j["requests"] = {{"running", e.running}, {"queued", e.queued}};
     j["kv"] = {{"pages_total", e.kv_pages_total}, {"pages_used", e.kv_pages_used},
@@ -62,7 +62,7 @@ void add_control_routes(httplib::Server& http, ServerState& state) {
     send_json(res, 200, dump(stats_json(state)));
   });
   http.Get("/metrics", [&state](const httplib::Request&, httplib::Response& res) {
-    const bool ready = state.phase() == Phase::kReady || state.phase() == Phase::kStopping;
+    const bool ready = state.has_engine();
     EngineStats e;
     if (ready) e = state.engine().stats();
     res.set_content(state.metrics().prometheus(ready ? &e : nullptr, state.phase() == Phase::kReady,

@@ -53,7 +53,9 @@ std::optional<int64_t> opt_integer(const Json& o, const char* key, int64_t lo, i
       throw_bad_request(std::string("'") + key + "' must be an integer", key);
   }
   const double d = v->get<double>();
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+  // Compared as doubles first (hi may round up to 2^63, which no int64 holds: hence >=, not >).
+  if (d < static_cast<double>(lo) || d > static_cast<double>(hi) ||
+      (!v->is_number_integer() && d >= 9223372036854775808.0))
     throw_bad_request(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
                       key);
   return v->is_number_integer() ? v->get<int64_t>() : static_cast<int64_t>(d);

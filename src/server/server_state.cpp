@@ -58,9 +58,15 @@ Status ServerState::load() {
   if (chat.ok()) chat_ = std::move(chat).value();
   if (!options_.chat_template_file.empty()) {
     auto text = read_text_file(options_.chat_template_file);
-    if (!text.ok()) return text.status();
+    if (!text.ok()) {
+      phase_ = Phase::kFailed;
+      return text.status();
+    }
     auto tmpl = tok::ChatTemplate::parse(*text);
-    if (!tmpl.ok()) return tmpl.status();
+    if (!tmpl.ok()) {
+      phase_ = Phase::kFailed;
+      return tmpl.status();
+    }
     if (!chat_) chat_.emplace(tok::TokenizerChatConfig{std::move(tmpl).value(), {}});
     else chat_->chat_template = std::move(tmpl).value();
   }
@@ -78,6 +84,7 @@ Status ServerState::load() {
     return engine.status();
   }
   engine_ = std::move(engine).value();
+  has_engine_.store(true, std::memory_order_release);
   set_step("ready");
   Phase expected = Phase::kLoading;
   phase_.compare_exchange_strong(expected, Phase::kReady);

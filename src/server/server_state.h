@@ -39,6 +39,8 @@ class ServerState {
   const std::string& model_name() const { return model_name_; }
 
   // Valid once ready().
+  // True once the engine exists (ready, or stopping after having been ready); engine() needs it.
+  bool has_engine() const { return has_engine_.load(std::memory_order_acquire); }
   Engine& engine() { return *engine_; }
   const Engine& engine() const { return *engine_; }
   const tok::Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -64,6 +66,7 @@ class ServerState {
   std::string step_ = "starting";
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> engine_;
+  std::atomic<bool> has_engine_{false};  // set after engine_ (release), read before using it (acquire)
   std::unique_ptr<tok::Tokenizer> tokenizer_;
   std::optional<tok::TokenizerChatConfig> chat_;
   std::vector<int32_t> stop_ids_;
