@@ -154,6 +154,7 @@ AnthropicJob parse_messages_request(const ServerState& state, const Json& b) {
     r.sampling.top_p = static_cast<float>(*v);
   }
   if (auto v = opt_integer(b, "top_k", 0, 1 << 30)) r.sampling.top_k = static_cast<int32_t>(*v);
+  if (auto v = opt_bool(b, "ignore_eos")) r.ignore_eos = *v;  // extension, as on the OpenAI routes
   if (const Json* stops = field(b, "stop_sequences"); stops && !stops->is_array())
     throw_bad_request("'stop_sequences' must be an array of strings");
   job.spec.stop_strings = parse_stop_strings(b, "stop_sequences");
