@@ -42,12 +42,16 @@ std::vector<double> sampling_distribution(std::span<const float> logits, const S
     prob[best] = 1.0;
     return prob;
   }
-  // Tokens by descending logit (ties: lower id first).
+  // Token order: descending logit, ties to the lower id. Only as much of it is sorted as the filters need
+  // (top-k selects, top-p sorts a growing prefix), so a 150k vocabulary is not sorted every step.
+  auto before = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   std::vector<int32_t> order(v);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   size_t keep = v;
-  if (p.top_k > 0) keep = std::min(keep, static_cast<size_t>(p.top_k));
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < v) {
+    keep = static_cast<size_t>(p.top_k);
+    std::nth_element(order.begin(), order.begin() + static_cast<long>(keep - 1), order.end(), before);
+  }
   const double t = p.temperature, mx = logits[best] / t;
   double sum = 0;
   for (size_t i = 0; i < keep; ++i) sum += (prob[order[i]] = std::exp(logits[order[i]] / t - mx));
@@ -55,8 +59,14 @@ std::vector<double> sampling_distribution(std::span<const float> logits, const S
   if (p.top_p < 1.0f) {
     // Keep the smallest prefix whose mass reaches top_p (the token that crosses it stays).
     double cum = 0;
-    size_t n = 0;
+    size_t n = 0, sorted = 0;
     while (n < keep) {
+      if (n == sorted) {
+        const size_t more = std::min(keep, std::max<size_t>(64, 4 * sorted));
+        std::partial_sort(order.begin() + static_cast<long>(sorted), order.begin() + static_cast<long>(more),
+                          order.begin() + static_cast<long>(keep), before);
+        sorted = more;
+      }
       cum += prob[order[n++]];
       if (cum >= p.top_p) break;
     }
@@ -64,7 +74,7 @@ std::vector<double> sampling_distribution(std::span<const float> logits, const S
     keep = n;
   }
   if (p.min_p > 0.0f) {
-    const double floor = p.min_p * prob[order[0]];
+    const double floor = p.min_p * prob[best];
     for (size_t i = 0; i < keep; ++i)
       if (prob[order[i]] < floor) prob[order[i]] = 0.0;
   }
