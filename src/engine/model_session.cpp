@@ -5,7 +5,7 @@
 
 namespace ft {
 
-Result<ModelSession> ModelSession::open(const SessionOptions& o) {
+Result<ModelSession> ModelSession::load(const SessionOptions& o) {
   ModelSession s;
   BackendOptions bo;
   bo.n_threads = o.n_threads;
@@ -15,18 +15,22 @@ Result<ModelSession> ModelSession::open(const SessionOptions& o) {
     return unsupported(std::string("device ") + s.backend->name() + " does not run " + dtype_name(o.act_dtype) +
                        " activations");
   FT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
-  const int32_t context = o.context > 0 ? o.context
-                                        : static_cast<int32_t>(std::max<int64_t>(config.max_position_embeddings, 1));
+  s.context = o.context > 0 ? o.context : static_cast<int32_t>(std::max<int64_t>(config.max_position_embeddings, 1));
   ModelOptions mo;
   mo.act_dtype = o.act_dtype;
   mo.max_tokens = o.max_tokens;
   mo.max_seqs = o.max_seqs;
   mo.page_size = o.page_size;
-  mo.max_pages_per_seq = (context + o.page_size - 1) / o.page_size;
+  mo.max_pages_per_seq = (s.context + o.page_size - 1) / o.page_size;
   mo.show_progress = o.show_progress;
   FT_ASSIGN_OR_RETURN(s.model, load_model(o.model_dir, *s.backend, mo));
+  return s;
+}
+
+Result<ModelSession> ModelSession::open(const SessionOptions& o) {
+  FT_ASSIGN_OR_RETURN(ModelSession s, load(o));
   FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*s.backend, s.model->kv_layers(), o.act_dtype,
-                                                  mo.max_pages_per_seq * o.max_seqs, o.page_size,
+                                                  s.model->options().max_pages_per_seq * o.max_seqs, o.page_size,
                                                   s.model->state_layers(), o.max_seqs));
   s.kv = std::make_unique<KvCache>(std::move(kv));
   return s;

@@ -25,8 +25,13 @@ struct SessionOptions {
 struct ModelSession {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<KvCache> kv;  // empty after load()
+  int32_t context = 0;          // tokens per sequence, resolved
 
+  // The backend by name and the model on it, its workspace planned for options.max_tokens / max_seqs; no KV
+  // cache yet (the engine sizes it from its memory plan).
+  static Result<ModelSession> load(const SessionOptions& options);
+  // load() plus a KV cache (and state slots) holding max_seqs sequences of the full context.
   static Result<ModelSession> open(const SessionOptions& options);
 };
 

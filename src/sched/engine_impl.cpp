@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "engine/model_session.h"
 
 namespace ft {
 
@@ -29,21 +30,22 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   if (o.max_prefill_length < 1) return invalid_argument("--max-prefill-length must be >= 1");
   if (o.page_size < 1) return invalid_argument("--page-size must be >= 1");
   std::unique_ptr<EngineImpl> e(new EngineImpl());
-  BackendOptions bo;
-  bo.n_threads = o.n_threads;
-  FT_ASSIGN_OR_RETURN(e->backend_, create_backend(o.device, bo));
-  FT_ASSIGN_OR_RETURN(DType act, dtype_from_name(o.dtype));
-  FT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
-  e->context_ = o.context_length > 0 ? o.context_length
-                                     : static_cast<int32_t>(std::max<int64_t>(1, config.max_position_embeddings));
-  ModelOptions mo;
-  mo.act_dtype = act;
-  mo.page_size = o.page_size;
-  mo.max_pages_per_seq = (e->context_ + o.page_size - 1) / o.page_size;
-  mo.max_seqs = std::min(o.max_running_requests * kMaxChoices, std::max(o.max_prefill_length, 1));
-  mo.max_tokens = std::max(o.max_prefill_length, mo.max_seqs);
-  mo.show_progress = o.show_progress;
-  FT_ASSIGN_OR_RETURN(e->model_, load_model(o.model_dir, *e->backend_, mo));
+  SessionOptions so;
+  so.model_dir = o.model_dir;
+  so.device = o.device;
+  FT_ASSIGN_OR_RETURN(so.act_dtype, dtype_from_name(o.dtype));
+  so.n_threads = o.n_threads;
+  so.context = o.context_length;
+  so.page_size = o.page_size;
+  so.max_seqs = std::min(o.max_running_requests * kMaxChoices, std::max(o.max_prefill_length, 1));
+  so.max_tokens = std::max(o.max_prefill_length, so.max_seqs);
+  so.show_progress = o.show_progress;
+  FT_ASSIGN_OR_RETURN(ModelSession session, ModelSession::load(so));
+  e->backend_ = std::move(session.backend);
+  e->model_ = std::move(session.model);
+  e->context_ = session.context;
+  const DType act = so.act_dtype;
+  const ModelOptions& mo = e->model_->options();
   const int64_t vocab = e->model_->config().vocab_size;
   FT_ASSIGN_OR_RETURN(e->logits_, e->backend_->empty(DType::kF32, {mo.max_seqs, vocab}));
 
