@@ -71,9 +71,13 @@ void Scheduler::apply_aborts() {
 
 bool Scheduler::preempt_latest(const Request* needing) {
   Request* victim = nullptr;
-  for (auto& r : running_)
-    if (r->phase != RequestPhase::kFinished && (!victim || r->admit_order > victim->admit_order)) victim = r.get();
-  if (!victim || (victim == needing && running_.size() == 1)) return false;
+  size_t live = 0;  // requests finished in this step (aborts) are still listed until reap()
+  for (auto& r : running_) {
+    if (r->phase == RequestPhase::kFinished) continue;
+    ++live;
+    if (!victim || r->admit_order > victim->admit_order) victim = r.get();
+  }
+  if (!victim || (victim == needing && live == 1)) return false;
   auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == victim; });
   release_pages(*victim);
   victim->phase = RequestPhase::kQueued;
