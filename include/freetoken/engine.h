@@ -110,6 +110,9 @@ class Engine {
   virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;
   // Aborts in any state; everything it held is freed by the next step. Unknown ids are ignored.
   virtual void abort(uint64_t id) = 0;
+  // Ends one choice of a request with kStop (e.g. its text matched a stop string) and frees what it held;
+  // the other choices run on. Unknown ids and choices are ignored.
+  virtual void stop_choice(uint64_t id, int32_t choice) = 0;
   virtual EngineStats stats() const = 0;
   // The memory plan, as printed at start.
   virtual std::string plan() const = 0;

@@ -162,7 +162,16 @@ Result<std::shared_ptr<RequestStream>> EngineImpl::submit(GenerateRequest params
 void EngineImpl::abort(uint64_t id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    abort_inbox_.push_back(id);
+    abort_inbox_.emplace_back(id, -1);
+  }
+  wake_.notify_all();
+}
+
+void EngineImpl::stop_choice(uint64_t id, int32_t choice) {
+  if (choice < 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abort_inbox_.emplace_back(id, choice);
   }
   wake_.notify_all();
 }
@@ -305,7 +314,7 @@ void EngineImpl::loop() {
       wake_.wait(lock, [&] { return stop_ || !inbox_.empty() || !abort_inbox_.empty() || !scheduler_->idle(); });
       for (auto& r : inbox_) scheduler_->enqueue(std::move(r));
       inbox_.clear();
-      for (uint64_t id : abort_inbox_) scheduler_->abort(id);
+      for (const auto& [id, choice] : abort_inbox_) scheduler_->abort(id, choice);
       abort_inbox_.clear();
       if (stop_) break;
     }

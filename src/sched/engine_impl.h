@@ -23,6 +23,7 @@ class EngineImpl final : public Engine {
 
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;
   void abort(uint64_t id) override;
+  void stop_choice(uint64_t id, int32_t choice) override;
   EngineStats stats() const override;
   std::string plan() const override { return plan_.describe(); }
   int32_t context_length() const override { return context_; }
@@ -60,7 +61,7 @@ class EngineImpl final : public Engine {
   mutable std::mutex mutex_;       // guards the inbox, aborts and stats
   std::condition_variable wake_;
   std::vector<std::unique_ptr<Request>> inbox_;
-  std::vector<uint64_t> abort_inbox_;
+  std::vector<std::pair<uint64_t, int32_t>> abort_inbox_;  // (request, choice or -1 for all of it)
   bool stop_ = false;
   EngineStats stats_;
   std::atomic<uint64_t> next_id_{1};

@@ -19,11 +19,11 @@ const char* request_phase_name(RequestPhase phase) {
 
 void Scheduler::enqueue(std::unique_ptr<Request> request) { queued_.push_back(std::move(request)); }
 
-void Scheduler::abort(uint64_t id) { aborts_.push_back(id); }
+void Scheduler::abort(uint64_t id, int32_t choice) { aborts_.emplace_back(id, choice); }
 
 void Scheduler::abort_all() {
-  for (const auto& r : queued_) aborts_.push_back(r->id);
-  for (const auto& r : running_) aborts_.push_back(r->id);
+  for (const auto& r : queued_) aborts_.emplace_back(r->id, -1);
+  for (const auto& r : running_) aborts_.emplace_back(r->id, -1);
 }
 
 void Scheduler::release_pages(Request& r) {
@@ -55,15 +55,36 @@ void Scheduler::finish_request(Request& r, FinishReason reason, const Status& er
   r.phase = RequestPhase::kFinished;
 }
 
+void Scheduler::stop_choice(Request& r, int32_t choice) {
+  if (choice >= static_cast<int32_t>(r.choices.size())) return;
+  Choice& c = r.choices[static_cast<size_t>(choice)];
+  if (c.done()) return;
+  c.finish = FinishReason::kStop;
+  c.kv.release(kv_);
+  TokenEvent e;
+  e.choice = c.index;
+  e.finish = FinishReason::kStop;
+  e.usage = r.usage;
+  r.channel->push(std::move(e));
+  if (r.all_done()) {
+    release_pages(r);
+    r.phase = RequestPhase::kFinished;
+  }
+}
+
 void Scheduler::apply_aborts() {
-  for (uint64_t id : aborts_) {
+  for (const auto& [id, choice] : aborts_) {
     auto match = [&](const std::unique_ptr<Request>& r) { return r->id == id; };
     if (auto it = std::find_if(queued_.begin(), queued_.end(), match); it != queued_.end()) {
-      finish_request(**it, FinishReason::kAborted, ok_status());
-      finished_.push_back(std::move(*it));
-      queued_.erase(it);
+      if (choice < 0) finish_request(**it, FinishReason::kAborted, ok_status());
+      else stop_choice(**it, choice);
+      if ((*it)->phase == RequestPhase::kFinished) {
+        finished_.push_back(std::move(*it));
+        queued_.erase(it);
+      }
     } else if (auto jt = std::find_if(running_.begin(), running_.end(), match); jt != running_.end()) {
-      finish_request(**jt, FinishReason::kAborted, ok_status());
+      if (choice < 0) finish_request(**jt, FinishReason::kAborted, ok_status());
+      else stop_choice(**jt, choice);
     }
   }
   aborts_.clear();

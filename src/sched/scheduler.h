@@ -45,7 +45,8 @@ class Scheduler {
   Scheduler(KvCache& kv, const SchedulerLimits& limits) : kv_(kv), pool_(kv.pool()), limits_(limits) {}
 
   void enqueue(std::unique_ptr<Request> request);
-  void abort(uint64_t id);
+  // Ends the whole request (choice -1) with kAborted, or one choice with kStop, at the next schedule().
+  void abort(uint64_t id, int32_t choice = -1);
   void abort_all();
   // Builds the next step into `plan` (cleared first).
   void schedule(StepPlan& plan);
@@ -75,6 +76,7 @@ class Scheduler {
   bool preempt_latest(const Request* needing);
   void finish_request(Request& r, FinishReason reason, const Status& error);
   void release_pages(Request& r);
+  void stop_choice(Request& r, int32_t choice);
   void fill_page_table(StepPlan& plan);
   void drop_unrunnable(StepPlan& plan);
   // An empty plan while requests run: the latest admitted gives its pages back, or fails when alone.
@@ -86,7 +88,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Request>> queued_;
   std::vector<std::unique_ptr<Request>> running_;
   std::vector<std::unique_ptr<Request>> finished_;
-  std::vector<uint64_t> aborts_;
+  std::vector<std::pair<uint64_t, int32_t>> aborts_;  // (request, choice or -1)
   uint64_t next_admit_ = 0;
   int64_t preemptions_ = 0;
 };

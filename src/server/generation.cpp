@@ -96,7 +96,7 @@ bool Generation::next(ChoiceDelta& delta, const std::function<bool()>& alive) {
       continue;
     }
     ChoiceState& c = choices_.at(static_cast<size_t>(e.choice));
-    if (c.done) continue;  // a choice cut by a stop string: the engine's later tokens are dropped
+    if (c.done) continue;  // a choice cut by a stop string: tokens the engine made before it stopped are dropped
     delta = ChoiceDelta{};
     delta.choice = e.choice;
     std::string text;
@@ -111,6 +111,8 @@ bool Generation::next(ChoiceDelta& delta, const std::function<bool()>& alive) {
       delta.finished = true;
       delta.finish_reason = "stop";
       delta.stop_sequence = c.text->matched_stop();
+      // The engine stops generating this choice (the others, if any, run on).
+      if (e.finish == FinishReason::kNone && !engine_done_) state_.engine().stop_choice(stream_->id(), e.choice);
     } else if (e.finish != FinishReason::kNone) {
       if (e.finish == FinishReason::kError) {
         fail({500, e.error.message().empty() ? "generation failed" : e.error.message(), "", ""}, "error");

@@ -96,6 +96,39 @@ TEST(EngineLifecycle, AbortWhileQueuedAndWhileDecoding) {
   wait_pool_empty(*engine);
 }
 
+TEST(EngineLifecycle, StopChoiceEndsOneChoiceAndFreesIt) {
+  auto engine = make(2, 64);
+  GenerateRequest r = greedy_request(random_prompt(12, 20, 512), 150);
+  r.n = 3;
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = 3;
+  auto s = *engine->submit(r);
+  engine->stop_choice(s->id() + 1000, 0);  // unknown ids are ignored
+  test::RequestOutput out;
+  out.choices.resize(3);
+  bool stopped = false;
+  TokenEvent e;
+  while (s->next(e)) {
+    auto& c = out.choices.at(static_cast<size_t>(e.choice));
+    if (e.has_token) c.tokens.push_back(e.token);
+    if (e.finish != FinishReason::kNone) {
+      EXPECT_EQ(c.finish, FinishReason::kNone) << "choice " << e.choice << " finished twice";
+      c.finish = e.finish;
+    }
+    if (!stopped && e.choice == 1 && e.has_token) {
+      engine->stop_choice(s->id(), 1);
+      stopped = true;
+    }
+  }
+  EXPECT_EQ(out.choices[1].finish, FinishReason::kStop);
+  EXPECT_LT(out.choices[1].tokens.size(), 150u);
+  for (int c : {0, 2}) {
+    EXPECT_EQ(out.choices[static_cast<size_t>(c)].finish, FinishReason::kLength) << c;
+    EXPECT_EQ(out.choices[static_cast<size_t>(c)].tokens.size(), 150u) << c;
+  }
+  wait_pool_empty(*engine);
+}
+
 TEST(EngineLifecycle, RandomMixLeavesNoPageBehind) {
   // A small pool (preemptions), forks, random aborts at random times, random lengths.
   auto engine = make(6, 24, 20);
