@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 namespace ft {
 
@@ -82,7 +83,7 @@ Result<Tensor> CausalLm::upload_f32(const std::vector<float>& values) {
 }
 
 namespace {
-Status upload(Backend& be, const std::vector<int32_t>& v, const Tensor& dst_full) {
+Status upload(Backend& be, std::span<const int32_t> v, const Tensor& dst_full) {
   if (v.empty()) return ok_status();
   const int64_t n = static_cast<int64_t>(v.size());
   Tensor host = Tensor::make(DType::kI32, {n}, wrap_host(const_cast<int32_t*>(v.data()), v.size() * 4, nullptr));
@@ -115,7 +116,7 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   FT_RETURN_IF_ERROR(upload(backend_, b.q_start, q_start_));
   FT_RETURN_IF_ERROR(upload(backend_, b.kv_len, kv_len_));
   FT_RETURN_IF_ERROR(upload(backend_, b.state_slots, state_slots_));
-  FT_RETURN_IF_ERROR(upload(backend_, std::vector<int32_t>(page_staging_.begin(), page_staging_.begin() + S * P),
+  FT_RETURN_IF_ERROR(upload(backend_, std::span<const int32_t>(page_staging_).first(static_cast<size_t>(S * P)),
                             page_table_));
   step.n_tokens = n;
   step.tokens = tokens_.slice(0, 0, n);
