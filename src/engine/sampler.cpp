@@ -24,10 +24,10 @@ void apply_penalties(std::span<float> logits, const SamplerState& state) {
       float& l = logits[static_cast<size_t>(t)];
       l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
     };
-    std::vector<int32_t> seen;
-    for (int32_t t = 0; t < static_cast<int32_t>(logits.size()); ++t)
-      if (state.in_prompt_or_output(t)) seen.push_back(t);
-    for (int32_t t : seen) penalise(t);
+    // Every distinct token of the prompt and the output once (not a scan of the vocabulary).
+    for (const auto& entry : state.prompt_counts()) penalise(entry.first);
+    for (const auto& entry : state.output_counts())
+      if (!state.prompt_counts().count(entry.first)) penalise(entry.first);
   }
   if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f)
     for (const auto& [t, count] : state.output_counts())

@@ -21,10 +21,8 @@ class SamplerState {
   // A uniform draw in [0, 1) from this choice's stream.
   double uniform();
 
+  const std::unordered_map<int32_t, int32_t>& prompt_counts() const { return prompt_tokens_; }
   const std::unordered_map<int32_t, int32_t>& output_counts() const { return output_counts_; }
-  bool in_prompt_or_output(int32_t token) const {
-    return prompt_tokens_.count(token) || output_counts_.count(token);
-  }
 
  private:
   SamplingParams params_;
