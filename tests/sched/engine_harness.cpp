@@ -1,7 +1,9 @@
 // Engine test helpers.
 #include "engine_harness.h"
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -21,6 +23,23 @@ EngineOptions engine_options(const std::string& model, int32_t max_running, int3
   o.memory_budget = 1ull << 30;
   o.show_progress = false;
   return o;
+}
+
+std::unique_ptr<Engine> make_engine(int32_t max_running, int32_t max_prefill_length, int64_t num_pages,
+                                    const std::string& model) {
+  auto e = Engine::create(engine_options(model, max_running, max_prefill_length, num_pages));
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  return std::move(e).value();
+}
+
+void expect_drained(Engine& engine) {
+  for (int i = 0; i < 300 && (engine.stats().kv_pages_used != 0 || engine.stats().running != 0); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.kv_pages_used, 0);
+  EXPECT_EQ(s.state_slots_used, 0);
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.queued, 0);
 }
 
 RequestOutput collect(RequestStream& stream, int32_t n_choices) {

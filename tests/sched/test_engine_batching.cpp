@@ -15,21 +15,14 @@ namespace ft {
 namespace {
 
 using test::collect;
-using test::engine_options;
 using test::greedy_request;
 using test::random_prompt;
 
 constexpr int32_t kVocab = 512;
 
-std::unique_ptr<Engine> make(int32_t running, int32_t prefill, int64_t pages = 0,
-                             const std::string& model = "qwen3_moe") {
-  auto e = Engine::create(engine_options(model, running, prefill, pages));
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return std::move(e).value();
-}
 
 test::RequestOutput run_alone(const GenerateRequest& r, const std::string& model = "qwen3_moe") {
-  auto engine = make(1, 8192, 0, model);
+  auto engine = test::make_engine(1, 8192, 0, model);
   auto s = engine->submit(r);
   EXPECT_TRUE(s.ok());
   return collect(**s, r.n);
@@ -87,38 +80,31 @@ std::vector<test::RequestOutput> run_concurrently(Engine& engine, const std::vec
   return out;
 }
 
-void expect_pool_empty(Engine& engine) {
-  for (int i = 0; i < 100 && engine.stats().kv_pages_used != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(engine.stats().kv_pages_used, 0);
-  EXPECT_EQ(engine.stats().state_slots_used, 0);
-}
-
 TEST(EngineBatching, SixteenConcurrentEqualAlone) {
   Workload w = make_workload(16, 11, 12);
   for (int32_t prefill : {7, 5, 8192}) {
-    auto engine = make(16, prefill);
+    auto engine = test::make_engine(16, prefill);
     auto got = run_concurrently(*engine, w.requests);
     for (size_t i = 0; i < got.size(); ++i)
       expect_same(got[i], w.alone[i], "prefill " + std::to_string(prefill) + " request " + std::to_string(i));
-    expect_pool_empty(*engine);
+    test::expect_drained(*engine);
   }
 }
 
 TEST(EngineBatching, PreemptionByRecomputeKeepsResults) {
   // 8 requests of 3..62 + 60 tokens share 16 pages (256 tokens): decode runs out of pages.
   Workload w = make_workload(8, 5, 60);
-  auto engine = make(8, 64, 16);
+  auto engine = test::make_engine(8, 64, 16);
   auto got = run_concurrently(*engine, w.requests);
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], w.alone[i], "request " + std::to_string(i));
   EXPECT_GT(engine->stats().preemptions, 0);
-  expect_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineBatching, GreedyMatchesTransformersReference) {
   auto file = SafetensorsFile::open(std::string(FT_TEST_DATA) + "/models/qwen3_moe/reference.safetensors");
   ASSERT_TRUE(file.ok());
-  auto engine = make(4, 8192);
+  auto engine = test::make_engine(4, 8192);
   for (int p = 0; p < 3; ++p) {
     const std::string k = "prompt" + std::to_string(p) + ".";
     const TensorInfo* ids = (*file)->find(k + "input_ids");
@@ -171,7 +157,7 @@ TEST(EngineBatching, ForkThatPreemptsARequestSampledInTheSameStep) {
   auto a_alone = run_alone(a);
   auto b_alone = run_alone(b);
   a.n = 2;
-  auto engine = make(2, 128, 16);
+  auto engine = test::make_engine(2, 128, 16);
   auto sa = engine->submit(a);
   auto sb = engine->submit(b);  // at once: queued before A's second chunk is planned
   ASSERT_TRUE(sa.ok() && sb.ok());
@@ -180,7 +166,7 @@ TEST(EngineBatching, ForkThatPreemptsARequestSampledInTheSameStep) {
   for (const auto& c : got_a.choices) EXPECT_EQ(c.tokens, a_alone.choices[0].tokens);
   EXPECT_EQ(got_b.choices[0].tokens, b_alone.choices[0].tokens);
   EXPECT_GT(engine->stats().preemptions, 0);
-  expect_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineBatching, SeededSamplingIgnoresOtherTraffic) {
@@ -189,7 +175,7 @@ TEST(EngineBatching, SeededSamplingIgnoresOtherTraffic) {
   r.sampling.top_p = 0.95f;
   r.sampling.seed = 1234;
   auto alone = run_alone(r);
-  auto engine = make(8, 16);
+  auto engine = test::make_engine(8, 16);
   std::vector<GenerateRequest> load;
   for (int i = 0; i < 5; ++i) load.push_back(greedy_request(random_prompt(50 + i, 30, kVocab), 20));
   load.insert(load.begin() + 2, r);
@@ -198,7 +184,7 @@ TEST(EngineBatching, SeededSamplingIgnoresOtherTraffic) {
 }
 
 TEST(EngineBatching, SixtyFourConcurrentFinishAndFreeEverything) {
-  auto engine = make(16, 256);
+  auto engine = test::make_engine(16, 256);
   std::vector<GenerateRequest> reqs;
   for (int i = 0; i < 64; ++i) {
     GenerateRequest r = greedy_request(random_prompt(200 + i, 5 + i % 40, kVocab), 4 + i % 9);
@@ -212,7 +198,7 @@ TEST(EngineBatching, SixtyFourConcurrentFinishAndFreeEverything) {
       EXPECT_EQ(c.finish, FinishReason::kLength) << i;
       EXPECT_EQ(static_cast<int32_t>(c.tokens.size()), reqs[i].max_tokens) << i;
     }
-  expect_pool_empty(*engine);
+  test::expect_drained(*engine);
   EXPECT_EQ(engine->stats().running, 0);
 }
 
@@ -221,34 +207,34 @@ TEST(EngineBatching, SixtyFourConcurrentFinishAndFreeEverything) {
 TEST(EngineBatchingQwen35, ConcurrentChunkedEqualAlone) {
   Workload w = make_workload(8, 21, 10, "qwen3_5_moe");
   for (int32_t prefill : {5, 64}) {
-    auto engine = make(8, prefill, 0, "qwen3_5_moe");
+    auto engine = test::make_engine(8, prefill, 0, "qwen3_5_moe");
     auto got = run_concurrently(*engine, w.requests);
     for (size_t i = 0; i < got.size(); ++i)
       expect_same(got[i], w.alone[i], "prefill " + std::to_string(prefill) + " request " + std::to_string(i));
-    expect_pool_empty(*engine);
+    test::expect_drained(*engine);
   }
 }
 
 TEST(EngineBatchingQwen35, PreemptionByRecomputeKeepsResults) {
   // 8 requests of 3..62 + 40 tokens share 16 pages (256 tokens) of the full-attention layer: decode preempts.
   Workload w = make_workload(8, 5, 40, "qwen3_5_moe");
-  auto engine = make(8, 64, 16, "qwen3_5_moe");
+  auto engine = test::make_engine(8, 64, 16, "qwen3_5_moe");
   auto got = run_concurrently(*engine, w.requests);
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], w.alone[i], "request " + std::to_string(i));
   EXPECT_GT(engine->stats().preemptions, 0);
-  expect_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineBatchingQwen35, ForkedChoicesCopyTheState) {
   GenerateRequest g = greedy_request(random_prompt(3, 37, kVocab), 10);
   auto single = run_alone(g, "qwen3_5_moe");
   g.n = 3;
-  auto engine = make(2, 8192, 0, "qwen3_5_moe");
+  auto engine = test::make_engine(2, 8192, 0, "qwen3_5_moe");
   auto s = engine->submit(g);
   ASSERT_TRUE(s.ok());
   auto forked = collect(**s, g.n);
   for (const auto& c : forked.choices) EXPECT_EQ(c.tokens, single.choices[0].tokens);
-  expect_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 }  // namespace

@@ -12,26 +12,11 @@ namespace ft {
 namespace {
 
 using test::collect;
-using test::engine_options;
 using test::greedy_request;
 using test::random_prompt;
 
-std::unique_ptr<Engine> make(int32_t running, int32_t prefill, int64_t pages = 0) {
-  auto e = Engine::create(engine_options("qwen3_moe", running, prefill, pages));
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return std::move(e).value();
-}
-
-void wait_pool_empty(Engine& engine) {
-  for (int i = 0; i < 300 && (engine.stats().kv_pages_used != 0 || engine.stats().running != 0); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(engine.stats().kv_pages_used, 0);
-  EXPECT_EQ(engine.stats().running, 0);
-  EXPECT_EQ(engine.stats().queued, 0);
-}
-
 TEST(EngineLifecycle, InvalidRequestsAreRefusedWithACode) {
-  auto engine = make(2, 64);
+  auto engine = test::make_engine(2, 64);
   auto expect_invalid = [&](GenerateRequest r, const char* what) {
     auto s = engine->submit(std::move(r));
     ASSERT_FALSE(s.ok()) << what;
@@ -56,7 +41,7 @@ TEST(EngineLifecycle, InvalidRequestsAreRefusedWithACode) {
 }
 
 TEST(EngineLifecycle, StopTokenEndsTheChoiceWithStop) {
-  auto engine = make(2, 64);
+  auto engine = test::make_engine(2, 64);
   auto prompt = random_prompt(4, 12, 512);
   auto free_run = collect(**engine->submit(greedy_request(prompt, 8)), 1);
   ASSERT_EQ(free_run.choices[0].tokens.size(), 8u);
@@ -74,14 +59,14 @@ TEST(EngineLifecycle, StopTokenEndsTheChoiceWithStop) {
 }
 
 TEST(EngineLifecycle, GenerationStopsAtTheContextLength) {
-  auto engine = make(1, 512);
+  auto engine = test::make_engine(1, 512);
   auto out = collect(**engine->submit(greedy_request(random_prompt(2, 250, 512), 100)), 1);
   EXPECT_EQ(out.choices[0].tokens.size(), 6u);  // 250 + 6 = the context of 256
   EXPECT_EQ(out.choices[0].finish, FinishReason::kLength);
 }
 
 TEST(EngineLifecycle, AbortWhileQueuedAndWhileDecoding) {
-  auto engine = make(1, 16);
+  auto engine = test::make_engine(1, 16);
   auto running = *engine->submit(greedy_request(random_prompt(5, 40, 512), 200));
   auto queued = *engine->submit(greedy_request(random_prompt(6, 40, 512), 200));
   TokenEvent e;
@@ -93,11 +78,11 @@ TEST(EngineLifecycle, AbortWhileQueuedAndWhileDecoding) {
   EXPECT_EQ(rest_running.choices[0].finish, FinishReason::kAborted);
   EXPECT_EQ(rest_queued.choices[0].finish, FinishReason::kAborted);
   EXPECT_LT(rest_running.choices[0].tokens.size(), 199u);
-  wait_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineLifecycle, StopChoiceEndsOneChoiceAndFreesIt) {
-  auto engine = make(2, 64);
+  auto engine = test::make_engine(2, 64);
   GenerateRequest r = greedy_request(random_prompt(12, 20, 512), 150);
   r.n = 3;
   r.sampling.temperature = 0.8f;
@@ -126,12 +111,12 @@ TEST(EngineLifecycle, StopChoiceEndsOneChoiceAndFreesIt) {
     EXPECT_EQ(out.choices[static_cast<size_t>(c)].finish, FinishReason::kLength) << c;
     EXPECT_EQ(out.choices[static_cast<size_t>(c)].tokens.size(), 150u) << c;
   }
-  wait_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineLifecycle, RandomMixLeavesNoPageBehind) {
   // A small pool (preemptions), forks, random aborts at random times, random lengths.
-  auto engine = make(6, 24, 20);
+  auto engine = test::make_engine(6, 24, 20);
   std::mt19937 rng(2024);
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<int32_t> n_choices;
@@ -151,14 +136,14 @@ TEST(EngineLifecycle, RandomMixLeavesNoPageBehind) {
     auto out = collect(*streams[i], n_choices[i]);
     for (const auto& c : out.choices) EXPECT_NE(c.finish, FinishReason::kNone) << i;
   }
-  wait_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineLifecycle, PreemptedForkThatCannotRecomputeEndsWithAnError) {
   // 16 pages. A (n = 2, 150-token prompt) shares 9 prompt pages between its choices; B (older, 40 + 100
   // tokens) preempts it. Recomputed without sharing, A's two sequences need 2 x 11 pages: alone, it can
   // never run again, so it must end with an error instead of waiting for pages forever.
-  auto engine = make(2, 16, 16);
+  auto engine = test::make_engine(2, 16, 16);
   auto b = *engine->submit(greedy_request(random_prompt(11, 40, 512), 100));
   GenerateRequest ra = greedy_request(random_prompt(12, 150, 512), 40);
   ra.n = 2;
@@ -172,11 +157,11 @@ TEST(EngineLifecycle, PreemptedForkThatCannotRecomputeEndsWithAnError) {
   for (FinishReason f : finish) EXPECT_TRUE(f == FinishReason::kError || f == FinishReason::kLength);
   EXPECT_EQ(collect(*b, 1).choices[0].finish, FinishReason::kLength);
   EXPECT_GT(engine->stats().preemptions, 0);
-  wait_pool_empty(*engine);
+  test::expect_drained(*engine);
 }
 
 TEST(EngineLifecycle, ShutdownEndsRunningStreams) {
-  auto engine = make(2, 16);
+  auto engine = test::make_engine(2, 16);
   auto s = *engine->submit(greedy_request(random_prompt(8, 30, 512), 200));
   TokenEvent e;
   ASSERT_TRUE(s->next(e));
