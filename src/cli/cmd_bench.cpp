@@ -63,26 +63,12 @@ struct Decoder {
   // The next decode step: one random token per sequence, its pages reserved.
   Result<ForwardBatch> next_step() {
     ForwardBatch b;
-    const int32_t ps = kv.page_size();
-    int32_t max_pages = 0;
-    for (auto& s : seqs) {
-      FT_RETURN_IF_ERROR(s.reserve(kv.pool(), ps, 1));
-      max_pages = std::max(max_pages, static_cast<int32_t>(s.pages().size()));
-    }
-    b.max_pages = max_pages;
     for (size_t i = 0; i < seqs.size(); ++i) {
-      const int32_t pos = seqs[i].n_tokens();
-      b.q_start.push_back(static_cast<int32_t>(i));
-      b.tokens.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(model.config().vocab_size)));
-      b.positions.push_back(pos);
-      b.slots.push_back(seqs[i].slot(pos, ps));
-      b.kv_len.push_back(pos + 1);
+      FT_RETURN_IF_ERROR(seqs[i].reserve(kv.pool(), kv.page_size(), 1));
+      const int32_t token = static_cast<int32_t>(rng() % static_cast<uint32_t>(model.config().vocab_size));
+      b.add_sequence(std::span<const int32_t>(&token, 1), seqs[i], kv.page_size());
       b.logit_rows.push_back(static_cast<int32_t>(i));
-      std::vector<int32_t> row = seqs[i].pages();
-      row.resize(static_cast<size_t>(max_pages), 0);
-      b.page_table.insert(b.page_table.end(), row.begin(), row.end());
     }
-    b.q_start.push_back(static_cast<int32_t>(seqs.size()));
     return b;
   }
   void advance() {
@@ -121,15 +107,9 @@ Status bench_decode(const Args& a) {
   for (auto& s : dec.seqs) {  // prefill: one random prompt per sequence
     ForwardBatch b;
     FT_RETURN_IF_ERROR(s.reserve(kv.pool(), kv.page_size(), static_cast<int32_t>(prompt)));
-    for (int32_t i = 0; i < prompt; ++i) {
-      b.tokens.push_back(static_cast<int32_t>(dec.rng() % static_cast<uint32_t>(config.vocab_size)));
-      b.positions.push_back(i);
-      b.slots.push_back(s.slot(i, kv.page_size()));
-    }
-    b.q_start = {0, static_cast<int32_t>(prompt)};
-    b.kv_len = {static_cast<int32_t>(prompt)};
-    b.page_table = s.pages();
-    b.max_pages = static_cast<int32_t>(s.pages().size());
+    std::vector<int32_t> ids(static_cast<size_t>(prompt));
+    for (auto& id : ids) id = static_cast<int32_t>(dec.rng() % static_cast<uint32_t>(config.vocab_size));
+    b.add_sequence(ids, s, kv.page_size());
     b.logit_rows = {static_cast<int32_t>(prompt - 1)};
     FT_RETURN_IF_ERROR(model->forward(b, kv, logits));
     s.advance(static_cast<int32_t>(prompt));

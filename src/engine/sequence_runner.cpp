@@ -37,16 +37,7 @@ Status SequenceRunner::step(std::span<const int32_t> tokens, bool all_rows, std:
   FT_RETURN_IF_ERROR(seq_.acquire_state(kv_.states()));
 
   ForwardBatch b;
-  b.tokens.assign(tokens.begin(), tokens.end());
-  for (int32_t i = 0; i < n; ++i) {
-    b.positions.push_back(start + i);
-    b.slots.push_back(seq_.slot(start + i, page_size));
-  }
-  b.q_start = {0, n};
-  b.kv_len = {start + n};
-  if (seq_.state_slot() >= 0) b.state_slots = {seq_.state_slot()};
-  b.page_table = seq_.pages();
-  b.max_pages = static_cast<int32_t>(seq_.pages().size());
+  b.add_sequence(tokens, seq_, page_size);
   if (all_rows)
     for (int32_t i = 0; i < n; ++i) b.logit_rows.push_back(i);
   else

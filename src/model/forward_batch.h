@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
+
+#include "kv/kv_cache.h"
 
 namespace ft {
 
@@ -19,6 +22,11 @@ struct ForwardBatch {
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_seq() const { return static_cast<int32_t>(kv_len.size()); }
+
+  // Appends the next tokens of a sequence whose first seq.n_tokens() tokens are cached and whose pages for
+  // these ones are reserved: tokens, positions, KV slots, query range, KV length, state slot and page-table
+  // row (the table widens to the longest page list). Logit rows are the caller's choice.
+  void add_sequence(std::span<const int32_t> next_tokens, const SequenceKv& seq, int32_t page_size);
 };
 
 }  // namespace ft

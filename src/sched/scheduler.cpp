@@ -113,15 +113,9 @@ bool Scheduler::add_tokens(StepPlan& plan, Request& r, Choice& c, int32_t n) {
   if (static_cast<int32_t>(plan.entries.size()) >= limits_.max_seqs) return false;
   if (!c.kv.reserve(pool_, limits_.page_size, n).ok() || !c.kv.acquire_state(kv_.states()).ok()) return false;
   StepEntry e{&r, c.index, n, -1, r.epoch};
-  const int32_t start = c.kv.n_tokens();
-  for (int32_t i = 0; i < n; ++i) {
-    plan.batch.tokens.push_back(c.tokens[static_cast<size_t>(start + i)]);
-    plan.batch.positions.push_back(start + i);
-    plan.batch.slots.push_back(c.kv.slot(start + i, limits_.page_size));
-  }
-  plan.batch.q_start.push_back(plan.batch.n_tokens());
-  plan.batch.kv_len.push_back(start + n);
-  if (c.kv.state_slot() >= 0) plan.batch.state_slots.push_back(c.kv.state_slot());
+  plan.batch.add_sequence(std::span<const int32_t>(c.tokens).subspan(static_cast<size_t>(c.kv.n_tokens()),
+                                                                     static_cast<size_t>(n)),
+                          c.kv, limits_.page_size);
   if (n == c.n_pending()) {
     e.logit_row = plan.batch.n_tokens() - 1;
     plan.batch.logit_rows.push_back(e.logit_row);
@@ -192,18 +186,6 @@ void Scheduler::admit(StepPlan& plan, int32_t& budget) {
   }
 }
 
-void Scheduler::fill_page_table(StepPlan& plan) {
-  int32_t width = 1;
-  for (const auto& e : plan.entries)
-    width = std::max(width, static_cast<int32_t>(e.request->choices[static_cast<size_t>(e.choice)].kv.pages().size()));
-  plan.batch.max_pages = width;
-  plan.batch.page_table.assign(plan.entries.size() * static_cast<size_t>(width), 0);
-  for (size_t s = 0; s < plan.entries.size(); ++s) {
-    const auto& pages = plan.entries[s].request->choices[static_cast<size_t>(plan.entries[s].choice)].kv.pages();
-    std::copy(pages.begin(), pages.end(), plan.batch.page_table.begin() + static_cast<long>(s * width));
-  }
-}
-
 void Scheduler::drop_unrunnable(StepPlan& plan) {
   auto unrunnable = [](const StepEntry& e) {
     return e.request->phase == RequestPhase::kFinished || e.request->phase == RequestPhase::kQueued ||
@@ -211,7 +193,6 @@ void Scheduler::drop_unrunnable(StepPlan& plan) {
   };
   if (std::none_of(plan.entries.begin(), plan.entries.end(), unrunnable)) return;
   StepPlan kept;
-  kept.batch.q_start.push_back(0);
   for (const auto& e : plan.entries) {
     if (unrunnable(e)) continue;
     Choice& c = e.request->choices[static_cast<size_t>(e.choice)];
@@ -223,7 +204,6 @@ void Scheduler::drop_unrunnable(StepPlan& plan) {
 
 void Scheduler::schedule(StepPlan& plan) {
   plan = StepPlan{};
-  plan.batch.q_start.push_back(0);
   apply_aborts();
   int32_t budget = limits_.max_step_tokens;
   schedule_decodes(plan, budget);
@@ -232,7 +212,6 @@ void Scheduler::schedule(StepPlan& plan) {
   // A request preempted or finished while this step was planned may hold entries planned before.
   drop_unrunnable(plan);
   if (plan.empty()) break_stall();
-  fill_page_table(plan);
 }
 
 void Scheduler::break_stall() {

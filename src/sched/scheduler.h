@@ -77,7 +77,6 @@ class Scheduler {
   void finish_request(Request& r, FinishReason reason, const Status& error);
   void release_pages(Request& r);
   void stop_choice(Request& r, int32_t choice);
-  void fill_page_table(StepPlan& plan);
   void drop_unrunnable(StepPlan& plan);
   // An empty plan while requests run: the latest admitted gives its pages back, or fails when alone.
   void break_stall();
