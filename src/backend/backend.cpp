@@ -2,6 +2,7 @@
 #include "backend/backend.h"
 
 #include <cstring>
+#include <fstream>
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/ref/ref_ops.h"
@@ -29,6 +30,18 @@ Result<std::unique_ptr<StreamTimer>> Backend::timer() {
 
 namespace {
 
+Backend::MemoryInfo host_memory_info() {
+  Backend::MemoryInfo m;
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kb = 0;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemAvailable:") m.free = kb * 1024;
+    if (key == "MemTotal:") m.total = kb * 1024;
+  }
+  return m;
+}
+
 class HostBackend final : public Backend {
  public:
   HostBackend(const char* name, const OpTable& ops, int n_threads)
@@ -45,6 +58,17 @@ class HostBackend final : public Backend {
     std::memcpy(dst.data(), src.data(), src.nbytes());
     return ok_status();
   }
+  Result<std::unique_ptr<Stream>> create_stream() override { return std::unique_ptr<Stream>(new HostStream(&pool_)); }
+  // Host work is done when it is enqueued: nothing to wait for.
+  Result<std::unique_ptr<StreamEvent>> record(Stream&) override { return std::make_unique<StreamEvent>(); }
+  Status wait(Stream&, const StreamEvent&) override { return ok_status(); }
+  Status copy_on(Stream&, const Tensor& src, const Tensor& dst) override { return copy(src, dst); }
+  Status launch_host(Stream&, void (*fn)(void*), void* data) override {
+    fn(data);
+    return ok_status();
+  }
+  Result<std::shared_ptr<Buffer>> map_host(void* data, size_t bytes) override { return wrap_host(data, bytes, nullptr); }
+  Result<MemoryInfo> memory_info() override { return host_memory_info(); }
 
  private:
   const char* name_;

@@ -41,6 +41,12 @@ class StreamGraph {
   virtual Status launch() = 0;  // enqueues one replay on the backend's stream
 };
 
+// A point in a stream's work (a CUDA event).
+class StreamEvent {
+ public:
+  virtual ~StreamEvent() = default;
+};
+
 // Timing marks on a backend's stream (CUDA events), for benchmarks.
 class StreamTimer {
  public:
@@ -68,6 +74,26 @@ class Backend {
   virtual Result<std::unique_ptr<StreamGraph>> capture(const std::function<Status()>& body);
   // A timer over stream(); kUnsupported on host backends.
   virtual Result<std::unique_ptr<StreamTimer>> timer();
+
+  // Further queues, for copies and host callbacks that overlap stream(). Ops may run on them too (on CUDA without
+  // the cuBLASLt and attention scratch, so not matmul or attention).
+  virtual Result<std::unique_ptr<Stream>> create_stream() = 0;
+  // A point on s after the work enqueued so far; wait() makes another stream wait for it (both capturable).
+  virtual Result<std::unique_ptr<StreamEvent>> record(Stream& s) = 0;
+  virtual Status wait(Stream& waiter, const StreamEvent& event) = 0;
+  // copy() on another of this backend's streams.
+  virtual Status copy_on(Stream& s, const Tensor& src, const Tensor& dst) = 0;
+  // Enqueues fn(data) on s: it runs on a host thread once the work before it is done, and the work after it waits
+  // for it (capturable; fn must not call the device API). Host backends call it at once.
+  virtual Status launch_host(Stream& s, void (*fn)(void*), void* data) = 0;
+  // Host memory [data, data + bytes) page-locked and addressable by the device: the returned buffer is that memory
+  // as this device sees it (the pin lasts as long as the buffer). Host backends: the memory itself.
+  virtual Result<std::shared_ptr<Buffer>> map_host(void* data, size_t bytes) = 0;
+  struct MemoryInfo {
+    uint64_t free = 0, total = 0;
+  };
+  // The device's free and total memory now (host backends: MemAvailable and MemTotal).
+  virtual Result<MemoryInfo> memory_info() = 0;
 };
 
 struct BackendOptions {

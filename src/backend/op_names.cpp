@@ -23,6 +23,9 @@ const char* op_name(Op op) {
     case Op::kRmsNormGated: return "rms_norm_gated";
     case Op::kSigmoidMul: return "sigmoid_mul";
     case Op::kSample: return "sample";
+    case Op::kMoeCacheLookup: return "moe_cache_lookup";
+    case Op::kMoeCacheFill: return "moe_cache_fill";
+    case Op::kMoeChunkIds: return "moe_chunk_ids";
   }
   return "?";
 }

@@ -36,6 +36,9 @@ enum class Op {
   kRmsNormGated,
   kSigmoidMul,
   kSample,
+  kMoeCacheLookup,
+  kMoeCacheFill,
+  kMoeChunkIds,
 };
 const char* op_name(Op op);
 
@@ -95,6 +98,25 @@ struct GatedDeltaParams {
   float l2_eps = 1e-6f;  // q and k rows: x / sqrt(sum(x^2) + l2_eps)
 };
 
+// Expert cache bookkeeping: one pool of n_slots device slots shared by every MoE layer, an exact LRU over them.
+// A key names one expert of one layer: moe_layer * n_expert + expert.
+struct ExpertCacheTables {
+  Tensor slot_of;    // [n_keys] i32: key -> slot, -1 when not resident
+  Tensor key_of;     // [n_slots] i32: slot -> key, -1 when free
+  Tensor lru;        // [2, n_slots + 1] i32: prev (row 0) and next (row 1) links of a ring through the sentinel
+                     // n_slots; next[sentinel] is the most recently used slot, prev[sentinel] the least
+  Tensor mark;       // [n_keys] i64: the lookup that last saw each key (deduplication)
+  Tensor calls;      // [1] i64: lookups so far
+  Tensor share;      // [1] f32: fraction of a lookup's misses fetched into slots; the rest is left to the CPU
+  Tensor stats;      // [n_moe_layers, 3] i64: distinct experts per lookup that hit, were fetched, were left to the CPU
+  Tensor miss_keys;  // [max pairs] i32 scratch
+};
+
+struct MoeCacheLookupParams {
+  int64_t moe_layer = 0;
+  int64_t n_expert = 0;
+};
+
 struct OpTable {
   const char* name;
   bool (*supports)(Op op, DType act, DType weight);
@@ -130,9 +152,11 @@ struct OpTable {
   // ids [n, k] i32; weights [n, k] f32.
   Status (*moe_route)(const Tensor& logits, const Tensor& bias, const Tensor& ids, const Tensor& weights,
                       const MoeRouteParams& p, Stream& s);
-  // out[t] = sum_j weights[t, j] * down[e] @ (silu(gate[e] @ x[t]) * (up[e] @ x[t])), e = ids[t, j].
+  // out[t] = sum_j weights[t, j] * down[e] @ (silu(gate[e] @ x[t]) * (up[e] @ x[t])), e = ids[t, j]; a pair
+  // whose id is -1 contributes nothing (it is computed elsewhere).
   // x [n, d] act; ids, weights [n, k]; gate_up [n_expert, 2 * inter, d] (gate rows, then up rows);
-  // down [n_expert, d, inter]; out [n, d] act; workspace bytes from moe_workspace_bytes.
+  // down [n_expert, d, inter]; out [n, d] act; workspace bytes from moe_workspace_bytes. The expert dim may be
+  // strided (the records of an expert store or cache: gate_up and down views of one [n_expert, R] array).
   Status (*moe_experts)(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                         const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
   size_t (*moe_workspace_bytes)(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter);
@@ -170,6 +194,22 @@ struct OpTable {
   // (n_top = logprobs.dim(1) - 1 >= 0; undefined when 0).
   Status (*sample)(const Tensor& logits, const Tensor& params, const Tensor& ids, const Tensor& logprobs,
                    const Tensor& top_ids, Stream& s);
+  // Makes the experts of moe layer p.moe_layer that ids [n, k] i32 name resident, on the device and without a host
+  // round trip. In order of first appearance: every distinct key that is resident (a hit) moves to the most recent
+  // end of the LRU; then the first round(share * m) of the m distinct misses each take the least recently used slot
+  // (evicting its key; never a slot this lookup uses) and move to the most recent end; the other misses stay where
+  // they are (host memory). slot_ids [n, k] i32: each pair's slot, -1 when not resident; cpu_ids [n, k] i32: the
+  // expert id of pairs left to the CPU, else -1; fills [1 + n k] i32: the count of fetched keys, then their slots
+  // (copy them with moe_cache_fill). Invalid ids (outside [0, n_expert)) give -1 in both. Needs n k <= n_slots.
+  Status (*moe_cache_lookup)(const Tensor& ids, const ExpertCacheTables& tables, const Tensor& slot_ids,
+                             const Tensor& cpu_ids, const Tensor& fills, const MoeCacheLookupParams& p, Stream& s);
+  // For each of the fills[0] slots in fills[1..]: dst[slot, :] = src[key_of[slot], :]. src [n_keys, R] u8 (host
+  // memory the device can read: the expert store); dst [n_slots, R] u8 (the slot pool).
+  Status (*moe_cache_fill)(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of,
+                           Stream& s);
+  // out = ids - first where first <= ids < first + count, else -1 (the pairs of one chunk of experts).
+  // ids, out [n, k] i32.
+  Status (*moe_chunk_ids)(const Tensor& ids, int64_t first, int64_t count, const Tensor& out, Stream& s);
 };
 
 // Declares op `name` in the enclosing (backend) namespace with exactly the OpTable signature, so the
@@ -182,6 +222,7 @@ struct OpTable {
   FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)                   \
   FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts)     \
   FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)         \
-  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul) FT_DECLARE_OP(sample)
+  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul) FT_DECLARE_OP(sample)   \
+  FT_DECLARE_OP(moe_cache_lookup) FT_DECLARE_OP(moe_cache_fill) FT_DECLARE_OP(moe_chunk_ids)
 
 }  // namespace ft

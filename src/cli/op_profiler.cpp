@@ -68,6 +68,15 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& w, const Te
   FT_RETURN_IF_ERROR(g_active->before("moe_experts"));
   return inner().moe_experts(x, ids, w, gate_up, down, out, ws, s);
 }
+Status moe_cache_lookup(const Tensor& ids, const ExpertCacheTables& t, const Tensor& slot_ids, const Tensor& cpu_ids,
+                        const Tensor& fills, const MoeCacheLookupParams& p, Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("moe_cache_lookup"));
+  return inner().moe_cache_lookup(ids, t, slot_ids, cpu_ids, fills, p, s);
+}
+Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of, Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("moe_cache_fill (PCIe)"));
+  return inner().moe_cache_fill(src, dst, fills, key_of, s);
+}
 bool supports(Op op, DType act, DType weight) { return inner().supports(op, act, weight); }
 size_t moe_workspace_bytes(int64_t n, int64_t k, int64_t d, int64_t inter) {
   return inner().moe_workspace_bytes(n, k, d, inter);
@@ -91,6 +100,8 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.moe_route = moe_route;
   t.moe_experts = moe_experts;
   t.moe_workspace_bytes = moe_workspace_bytes;
+  t.moe_cache_lookup = moe_cache_lookup;
+  t.moe_cache_fill = moe_cache_fill;
   return t;
 }
 

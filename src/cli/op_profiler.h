@@ -25,6 +25,13 @@ class ProfilingBackend final : public Backend {
     return inner_->capture(body);
   }
   Result<std::unique_ptr<StreamTimer>> timer() override { return inner_->timer(); }
+  Result<std::unique_ptr<Stream>> create_stream() override { return inner_->create_stream(); }
+  Result<std::unique_ptr<StreamEvent>> record(Stream& s) override { return inner_->record(s); }
+  Status wait(Stream& waiter, const StreamEvent& e) override { return inner_->wait(waiter, e); }
+  Status copy_on(Stream& s, const Tensor& src, const Tensor& dst) override { return inner_->copy_on(s, src, dst); }
+  Status launch_host(Stream& s, void (*fn)(void*), void* data) override { return inner_->launch_host(s, fn, data); }
+  Result<std::shared_ptr<Buffer>> map_host(void* data, size_t bytes) override { return inner_->map_host(data, bytes); }
+  Result<MemoryInfo> memory_info() override { return inner_->memory_info(); }
 
   // Starts timing ops (one profiler at a time per process).
   Status start();

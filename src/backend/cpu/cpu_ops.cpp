@@ -8,6 +8,7 @@ namespace cpu {
 
 bool supports(Op op, DType act, DType weight) {
   if (op == Op::kConvert) return is_f32_or_bf16(act) && is_f32_or_bf16(weight);
+  if (op == Op::kMoeCacheLookup || op == Op::kMoeCacheFill || op == Op::kMoeChunkIds) return true;
   return act == DType::kF32 && is_f32_or_bf16(weight);
 }
 
@@ -36,6 +37,9 @@ const OpTable& cpu_op_table() {
       &cpu::rms_norm_gated,
       &cpu::sigmoid_mul,
       &cpu::sample,
+      &cpu::moe_cache_lookup,
+      &cpu::moe_cache_fill,
+      &cpu::moe_chunk_ids,
   };
   return table;
 }

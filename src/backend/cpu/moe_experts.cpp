@@ -80,20 +80,24 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
   if (n_pairs == 0) return ok_status();
 
   const Layout ws(workspace.data(), n_pairs, d, inter);
+  int64_t n_skipped = 0;  // pairs with id -1, computed elsewhere: sorted first, then dropped
   for (int64_t t = 0; t < n; ++t) {
     const int32_t* id = ids.ptr<const int32_t>() + t * ids.stride[0];
     for (int64_t j = 0; j < k; ++j) {
-      if (id[j] < 0 || id[j] >= n_expert) return shape_error("moe_experts", "expert id out of range");
-      ws.keys[t * k + j] = id[j] * n_pairs + t * k + j;
+      if (id[j] < -1 || id[j] >= n_expert) return shape_error("moe_experts", "expert id out of range");
+      n_skipped += id[j] < 0;
+      ws.keys[t * k + j] = (id[j] + 1) * n_pairs + t * k + j;
     }
   }
   std::sort(ws.keys, ws.keys + n_pairs);
+  for (int64_t q = 0; q < n_skipped; ++q) ws.position[ws.keys[q] % n_pairs] = -1;
   int64_t n_runs = 0;
-  for (int64_t q = 0; q < n_pairs; ++q) {
+  for (int64_t q = n_skipped; q < n_pairs; ++q) {
     const int64_t pair = ws.keys[q] % n_pairs;
     ws.token[q] = static_cast<int32_t>(pair / k);
     ws.position[pair] = static_cast<int32_t>(q);
-    if (q == 0 || ws.keys[q] / n_pairs != ws.keys[q - 1] / n_pairs) ws.run_start[n_runs++] = static_cast<int32_t>(q);
+    if (q == n_skipped || ws.keys[q] / n_pairs != ws.keys[q - 1] / n_pairs)
+      ws.run_start[n_runs++] = static_cast<int32_t>(q);
   }
   ws.run_start[n_runs] = static_cast<int32_t>(n_pairs);
 
@@ -104,7 +108,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
     parallel_items(s, n_runs * n_blocks, [&](int64_t item) {
       const int64_t r = item / n_blocks, j0 = item % n_blocks * rows, j1 = std::min(rows_out, j0 + rows);
       const int64_t q0 = ws.run_start[r], count = ws.run_start[r + 1] - q0;
-      gemm_block(kn, src(q0), count, expert_rows(w, ws.keys[q0] / n_pairs), j0, j1, k_in, dst + q0 * ld + j0, ld);
+      gemm_block(kn, src(q0), count, expert_rows(w, ws.keys[q0] / n_pairs - 1), j0, j1, k_in, dst + q0 * ld + j0, ld);
     });
   };
   run_gemm(gate_up, 2 * inter, d, [&](int64_t q0) { return XRows{x.ptr<const float>(), x.stride[0], ws.token + q0}; },
@@ -121,7 +125,8 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
       float* o = out.ptr<float>() + t * out.stride[0];
       std::fill(o, o + d, 0.0f);
       const float* w = weights.ptr<const float>() + t * weights.stride[0];
-      for (int64_t j = 0; j < k; ++j) kn.axpy_f32(w[j], ws.y + static_cast<int64_t>(ws.position[t * k + j]) * d, o, d);
+      for (int64_t j = 0; j < k; ++j)
+        if (ws.position[t * k + j] >= 0) kn.axpy_f32(w[j], ws.y + static_cast<int64_t>(ws.position[t * k + j]) * d, o, d);
     }
   });
   return ok_status();

@@ -16,6 +16,24 @@ class CudaBuffer final : public Buffer {
   ~CudaBuffer() override { cudaFree(data_); }
 };
 
+// Pinned host memory as the device addresses it; unpinned when the last view goes.
+class MappedHostBuffer final : public Buffer {
+ public:
+  MappedHostBuffer(void* host, void* device_ptr, size_t size, Device device)
+      : Buffer(device_ptr, size, device), host_(host) {}
+  ~MappedHostBuffer() override { cudaHostUnregister(host_); }
+
+ private:
+  void* host_;
+};
+
+struct CudaEvent final : StreamEvent {
+  cudaEvent_t event = nullptr;
+  ~CudaEvent() override {
+    if (event) cudaEventDestroy(event);  // released once the work and waits that need it are done
+  }
+};
+
 class CudaGraph final : public StreamGraph {
  public:
   CudaGraph(cudaGraphExec_t exec, cudaStream_t stream) : exec_(exec), stream_(stream) {}
@@ -78,11 +96,16 @@ class CudaBackend final : public Backend {
     return std::shared_ptr<Buffer>(std::move(buf));
   }
 
-  Status copy(const Tensor& src, const Tensor& dst) override {
+  Status check_copy(const Tensor& src, const Tensor& dst) const {
     if (src.dtype != dst.dtype || !same_shape(src, dst) || !src.is_contiguous() || !dst.is_contiguous())
       return invalid_argument("copy: " + src.shape_string() + " -> " + dst.shape_string());
     for (const Tensor* t : {&src, &dst})
       if (!t->device().is_cpu() && t->device() != device_) return unsupported("copy: tensor on another device");
+    return ok_status();
+  }
+
+  Status copy(const Tensor& src, const Tensor& dst) override {
+    FT_RETURN_IF_ERROR(check_copy(src, dst));
     if (src.nbytes() == 0) return ok_status();
     return cuda::cuda_status(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault, stream_->get()),
                              "cudaMemcpyAsync");
@@ -109,6 +132,58 @@ class CudaBackend final : public Backend {
 
   Result<std::unique_ptr<StreamTimer>> timer() override {
     return std::unique_ptr<StreamTimer>(new CudaTimer(stream_->get()));
+  }
+
+  Result<std::unique_ptr<Stream>> create_stream() override {
+    FT_ASSIGN_OR_RETURN(auto s, cuda::CudaStream::create(device_.index, /*scratch=*/false));
+    return std::unique_ptr<Stream>(std::move(s));
+  }
+
+  Result<std::unique_ptr<StreamEvent>> record(Stream& s) override {
+    auto e = std::make_unique<CudaEvent>();
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming), "cudaEventCreate"));
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventRecord(e->event, cuda::cuda_stream(s).get()), "cudaEventRecord"));
+    return std::unique_ptr<StreamEvent>(std::move(e));
+  }
+
+  Status wait(Stream& waiter, const StreamEvent& event) override {
+    return cuda::cuda_status(
+        cudaStreamWaitEvent(cuda::cuda_stream(waiter).get(), static_cast<const CudaEvent&>(event).event, 0),
+        "cudaStreamWaitEvent");
+  }
+
+  Status copy_on(Stream& s, const Tensor& src, const Tensor& dst) override {
+    FT_RETURN_IF_ERROR(check_copy(src, dst));
+    if (src.nbytes() == 0) return ok_status();
+    return cuda::cuda_status(
+        cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault, cuda::cuda_stream(s).get()),
+        "cudaMemcpyAsync");
+  }
+
+  Status launch_host(Stream& s, void (*fn)(void*), void* data) override {
+    return cuda::cuda_status(cudaLaunchHostFunc(cuda::cuda_stream(s).get(), fn, data), "cudaLaunchHostFunc");
+  }
+
+  Result<std::shared_ptr<Buffer>> map_host(void* data, size_t bytes) override {
+    FT_RETURN_IF_ERROR(cuda::cuda_status(
+        cudaHostRegister(data, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable),
+        ("cudaHostRegister of " + std::to_string(bytes) + " bytes").c_str()));
+    void* device_ptr = nullptr;
+    const cudaError_t err = cudaHostGetDevicePointer(&device_ptr, data, 0);
+    if (err != cudaSuccess) {
+      cudaHostUnregister(data);
+      return cuda::cuda_status(err, "cudaHostGetDevicePointer");
+    }
+    return std::shared_ptr<Buffer>(new MappedHostBuffer(data, device_ptr, bytes, device_));
+  }
+
+  Result<MemoryInfo> memory_info() override {
+    MemoryInfo m;
+    size_t free = 0, total = 0;
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaMemGetInfo(&free, &total), "cudaMemGetInfo"));
+    m.free = free;
+    m.total = total;
+    return m;
   }
 
  private:

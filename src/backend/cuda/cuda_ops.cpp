@@ -27,7 +27,10 @@ bool supports(Op op, DType act, DType weight) {
       return fb(act) && fb(weight);
     }
     case Op::kSample:
-      return true;  // f32 logits, whatever the model's dtypes
+    case Op::kMoeCacheLookup:
+    case Op::kMoeCacheFill:
+    case Op::kMoeChunkIds:
+      return true;  // f32 logits / integer tables and raw records, whatever the model's dtypes
   }
   return false;
 }
@@ -57,6 +60,9 @@ const OpTable& cuda_op_table() {
       .rms_norm_gated = &cuda::rms_norm_gated,
       .sigmoid_mul = &cuda::sigmoid_mul,
       .sample = &cuda::sample,
+      .moe_cache_lookup = &cuda::moe_cache_lookup,
+      .moe_cache_fill = &cuda::moe_cache_fill,
+      .moe_chunk_ids = &cuda::moe_chunk_ids,
   };
   return table;
 }

@@ -11,12 +11,13 @@ Status cuda_status(cudaError_t err, const char* what) {
   return internal_error(std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
 
-Result<std::unique_ptr<CudaStream>> CudaStream::create(int device_index) {
+Result<std::unique_ptr<CudaStream>> CudaStream::create(int device_index, bool scratch) {
   std::unique_ptr<CudaStream> s(new CudaStream(device_index));
   FT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_index), "cudaSetDevice"));
   FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&s->n_sm_, cudaDevAttrMultiProcessorCount, device_index),
                                  "cudaDeviceGetAttribute"));
   FT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  if (!scratch) return s;
   if (cublasLtCreate(&s->lt_) != CUBLAS_STATUS_SUCCESS) return internal_error("cublasLtCreate failed");
   FT_RETURN_IF_ERROR(cuda_status(cudaMalloc(&s->lt_workspace_, kLtWorkspaceBytes), "cuBLASLt workspace"));
   FT_RETURN_IF_ERROR(cuda_status(cudaMalloc(reinterpret_cast<void**>(&s->attention_scratch_), kAttentionScratchBytes),

@@ -29,7 +29,8 @@ class CudaStream final : public Stream {
   static constexpr size_t kLtWorkspaceBytes = 32u << 20;
   static constexpr size_t kAttentionScratchBytes = 16u << 20;
 
-  static Result<std::unique_ptr<CudaStream>> create(int device_index);
+  // scratch false: a plain queue (copies, host callbacks, ops that need neither cuBLASLt nor attention scratch).
+  static Result<std::unique_ptr<CudaStream>> create(int device_index, bool scratch = true);
   ~CudaStream() override;
   Device device() const override { return {DeviceType::kCuda, device_index_}; }
   Status synchronize() override;

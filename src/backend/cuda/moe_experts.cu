@@ -27,8 +27,9 @@ struct ExpertArgs {
   int64_t ids_ld;
   const float* weights;
   int64_t weights_ld;
-  const void* gate_up;  // [n_expert, 2 inter, d]
-  const void* down;     // [n_expert, d, inter]
+  const void* gate_up;  // [n_expert, 2 inter, d], expert stride gu_stride elements
+  const void* down;     // [n_expert, d, inter], expert stride down_stride elements
+  int64_t gu_stride, down_stride;
   void* out;
   int64_t ldo;
   float* h;  // [P, inter] silu(gate) * up
@@ -64,7 +65,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_gate_up_kernel(ExpertArgs 
   const int64_t e = a.ids[t * a.ids_ld + p % a.k];
   if (e < 0 || e >= a.n_expert) return;
   const TX* x = static_cast<const TX*>(a.x) + t * a.ldx;
-  const TW* gate = static_cast<const TW*>(a.gate_up) + (e * 2 * a.inter + i) * a.d;
+  const TW* gate = static_cast<const TW*>(a.gate_up) + e * a.gu_stride + i * a.d;
   const TW* up = gate + a.inter * a.d;
   float g = 0.0f, u = 0.0f;
   if (a.vec) {
@@ -103,7 +104,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_down_kernel(ExpertArgs a) 
   for (int64_t j = 0; j < a.k; ++j) {
     const int64_t e = a.ids[t * a.ids_ld + j];
     if (e < 0 || e >= a.n_expert) continue;
-    const TW* row = static_cast<const TW*>(a.down) + (e * a.d + r) * a.inter;
+    const TW* row = static_cast<const TW*>(a.down) + e * a.down_stride + r * a.inter;
     acc += a.weights[t * a.weights_ld + j] * dot(row, a.h + (t * a.k + j) * a.inter, a.inter, a.vec, lane);
   }
   if (lane == 0) static_cast<TO*>(a.out)[t * a.ldo + r] = from_f32<TO>(acc);
@@ -163,7 +164,7 @@ __global__ void __launch_bounds__(kSimtThreads) grouped_gate_up_kernel(ExpertArg
   __shared__ SimtSmem sm;
   __shared__ PairList pl;
   const int64_t i0 = blockIdx.x * int64_t{kSimtTile}, e = blockIdx.y;
-  const TW* gate = static_cast<const TW*>(a.gate_up) + (e * 2 * a.inter + i0) * a.d;
+  const TW* gate = static_cast<const TW*>(a.gate_up) + e * a.gu_stride + i0 * a.d;
   const TW* up = gate + a.inter * a.d;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   for_each_pair_tile(a, e, pl, [&](int rows) {
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(kSimtThreads) grouped_down_kernel(ExpertArgs a
   __shared__ SimtSmem sm;
   __shared__ PairList pl;
   const int64_t r0 = blockIdx.x * int64_t{kSimtTile}, e = blockIdx.y;
-  const TW* down = static_cast<const TW*>(a.down) + (e * a.d + r0) * a.inter;
+  const TW* down = static_cast<const TW*>(a.down) + e * a.down_stride + r0 * a.inter;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   for_each_pair_tile(a, e, pl, [&](int rows) {
     float acc[4][4];
@@ -228,8 +229,8 @@ size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, i
 Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
                    const Tensor& ids,        // [n, k] i32
                    const Tensor& weights,    // [n, k] f32
-                   const Tensor& gate_up,    // [n_expert, 2 * inter, d] f32/bf16, contiguous
-                   const Tensor& down,       // [n_expert, d, inter] f32/bf16, contiguous
+                   const Tensor& gate_up,    // [n_expert, 2 * inter, d] f32/bf16, contiguous per expert
+                   const Tensor& down,       // [n_expert, d, inter] f32/bf16, contiguous per expert
                    const Tensor& out,        // [n, d] f32/bf16
                    const Tensor& workspace,  // moe_workspace_bytes(n, k, d, inter) bytes
                    Stream& s) {
@@ -238,8 +239,8 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   if (ids.dtype != DType::kI32 || weights.dtype != DType::kF32) return dtype_error("moe_experts", "ids/weights", ids);
   if (!is_fb(gate_up.dtype) || down.dtype != gate_up.dtype) return dtype_error("moe_experts", "expert weights", gate_up);
   if (x.ndim != 2 || out.ndim != 2 || ids.ndim != 2 || gate_up.ndim != 3 || down.ndim != 3 ||
-      !gate_up.is_contiguous() || !down.is_contiguous())
-    return shape_error("moe_experts", "x/out [n, d], ids [n, k], contiguous gate_up/down expected");
+      !gate_up.select(0, 0).is_contiguous() || !down.select(0, 0).is_contiguous())
+    return shape_error("moe_experts", "x/out [n, d], ids [n, k], gate_up/down contiguous per expert expected");
   const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0), inter = down.dim(2);
   if (!same_shape(x, out) || ids.dim(0) != n || !same_shape(ids, weights) || gate_up.dim(1) != 2 * inter ||
       gate_up.dim(2) != d || down.dim(0) != n_expert || down.dim(1) != d)
@@ -252,10 +253,11 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   auto* h = reinterpret_cast<float*>(base);
   auto* y = reinterpret_cast<float*>(base + align256(static_cast<size_t>(pairs * inter) * 4));
   const bool vec = d % 8 == 0 && inter % 8 == 0 && aligned16(x.data()) && aligned16(gate_up.data()) &&
-                   aligned16(down.data()) && (x.stride[0] * static_cast<int64_t>(dtype_bytes(x.dtype, 1))) % 16 == 0;
+                   aligned16(down.data()) && gate_up.stride[0] % 8 == 0 && down.stride[0] % 8 == 0 &&
+                   (x.stride[0] * static_cast<int64_t>(dtype_bytes(x.dtype, 1))) % 16 == 0;
   const ExpertArgs a{x.data(),    x.stride[0], ids.ptr<const int32_t>(), ids.stride[0], weights.ptr<const float>(),
-                     weights.stride[0], gate_up.data(), down.data(), out.data(), out.stride[0], h, y, n, k, d, inter,
-                     n_expert, vec};
+                     weights.stride[0], gate_up.data(), down.data(), gate_up.stride[0], down.stride[0], out.data(),
+                     out.stride[0], h, y, n, k, d, inter, n_expert, vec};
   const cudaStream_t st = cuda_stream(s).get();
   const bool decode = n <= kDecodeMaxTokens;
   if (!decode && (n_expert > 65535 || pairs > INT32_MAX)) return shape_error("moe_experts", "too many experts/pairs");

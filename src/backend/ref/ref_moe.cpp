@@ -83,6 +83,7 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, co
     std::fill(acc, acc + d, 0.0);
     for (int64_t j = 0; j < k; ++j) {
       const int64_t e = get_int(ids, t, j);
+      if (e == -1) continue;  // computed elsewhere
       if (e < 0 || e >= n_expert) return invalid_argument("moe_experts: expert id out of range");
       const double w = get(weights, t, j);
       for (int64_t i = 0; i < inter; ++i) {
