@@ -72,6 +72,18 @@ struct EngineStats {
   int64_t preemptions = 0;
   double decode_tokens_per_s = 0;  // recent
   double prefill_tokens_per_s = 0; // recent
+  // Routed experts in host memory (--moe-backend offload, cpu, hybrid): per MoE layer, distinct experts per step
+  // that hit the device cache, were fetched over PCIe, were computed on the CPU; refreshed every few steps.
+  std::string moe_backend = "fused";
+  int64_t expert_slots = 0;
+  int64_t expert_keys = 0;
+  double fetch_share = 1.0;  // hybrid: the tuned share of misses fetched
+  struct ExpertLayer {
+    int64_t hits = 0, fetched = 0, cpu = 0;
+  };
+  std::vector<ExpertLayer> expert_layers;
+  uint64_t expert_bytes_fetched = 0;  // host -> device, misses and streamed prefill chunks
+  uint64_t device_bytes_in_use = 0;   // device memory the engine holds after warm-up, measured (0: not yet)
 };
 
 // The receiving end of one request. next() blocks until an event or the end of the stream.
@@ -100,6 +112,11 @@ struct EngineOptions {
   int64_t num_tokens = 0;             // KV tokens, overriding the budget
   bool show_progress = true;
   bool cuda_graph = true;             // decode-only steps on a device backend replay captured graphs
+  std::string moe_backend = "fused";  // fused, offload, cpu, hybrid or auto (see docs/cli.md)
+  int64_t moe_cache_size = 0;         // expert cache slots; 0: from moe_cache_rate, else the budget
+  double moe_cache_rate = 0;          // expert cache as a fraction of all experts; 0: unset
+  int64_t kv_reserve_tokens = 8192;   // KV floor kept before the expert cache takes the rest of the budget
+  std::string bw_profile;             // bandwidth profile for auto ("": ~/.cache/freetoken/bw_profile.json)
 };
 
 class Engine {

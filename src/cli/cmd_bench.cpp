@@ -1,5 +1,6 @@
-// ft bench decode: batched decode throughput with every weight resident, eager and as one replayed graph
-// per step, against the device-to-device copy bandwidth it measures itself; optionally a per-op breakdown.
+// ft bench decode: batched decode throughput, eager and as one replayed graph per step, against the
+// device-to-device copy bandwidth it measures itself (and, with experts in host memory, against the serial bound
+// of HBM, PCIe and CPU time); optionally a per-op breakdown. ft bench bw: the bandwidth profile.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,7 +13,10 @@
 #include "cli/model_flags.h"
 #include "cli/op_profiler.h"
 #include "io/safetensors_archive.h"
+#include "engine/expert_setup.h"
 #include "model/model.h"
+#include "moe/bandwidth.h"
+#include "moe/share_tuner.h"
 
 namespace ft::cli {
 namespace {
@@ -90,7 +94,12 @@ Status bench_decode(const Args& a) {
   FT_ASSIGN_OR_RETURN(SafetensorsArchive ckpt, SafetensorsArchive::open_dir(o.model_dir));
   FT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
   const int64_t warmup = 3, context = prompt + warmup + 2 * tokens + 4;
+  double share = 0.5;
+  std::string note;
+  const MoeBackend moe = resolve_moe_backend(o.moe, be, &share, &note);
+  if (!note.empty()) std::printf("%s\n", note.c_str());
   ModelOptions mo;
+  mo.experts_on_host = moe != MoeBackend::kFused && config.n_expert > 0;
   mo.act_dtype = o.act_dtype;
   mo.max_tokens = static_cast<int32_t>(std::max(prompt, batch));
   mo.max_seqs = static_cast<int32_t>(batch);
@@ -102,8 +111,45 @@ Status bench_decode(const Args& a) {
                                                   mo.max_pages_per_seq * mo.max_seqs, o.page_size));
   FT_ASSIGN_OR_RETURN(Tensor logits, be.empty(DType::kF32, {mo.max_tokens, config.vocab_size}));
   FT_ASSIGN_OR_RETURN(double bandwidth, copy_bandwidth(be));
+  std::unique_ptr<ExpertCache> experts;
+  std::unique_ptr<ShareTuner> tuner;
+  double pcie = 0, cpu_bw = 0;  // GB/s
+  if (ExpertStore* store = model->expert_store()) {
+    MemoryPlanInput mp;
+    mp.device = be.device();
+    if (a.has("memory-budget")) {
+      FT_ASSIGN_OR_RETURN(mp.budget, parse_size(a.str("memory-budget")));
+    }
+    mp.weights = model->weight_bytes();
+    mp.workspace = model->workspace_bytes() + logits.nbytes();
+    mp.page_bytes = KvCache::page_bytes(model->kv_layers(), o.act_dtype, o.page_size);
+    mp.page_size = o.page_size;
+    mp.min_pages = static_cast<int64_t>(mo.max_pages_per_seq) * batch;
+    mp.num_pages = mp.min_pages;  // the KV the bench allocated
+    ExpertCacheOptions eo = expert_cache_options(*model, moe, share, o.n_threads);
+    add_expert_plan(mp, *model, eo, o.moe);
+    FT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(mp));
+    std::printf("%s\n", plan.describe().c_str());
+    FT_ASSIGN_OR_RETURN(experts, attach_expert_cache(be, *model, eo, plan.expert_slots));
+    if (moe == MoeBackend::kHybrid) tuner = std::make_unique<ShareTuner>(share);
+    FT_ASSIGN_OR_RETURN(pcie, measure_h2d_fill(be, store->shape(), 16));
+    FT_ASSIGN_OR_RETURN(cpu_bw, measure_cpu_experts(store->shape(), eo.n_expert_used, 64, o.n_threads));
+    std::printf("expert cache: %s, %lld slots of %lld experts (%.1f%%), %.1f MB per expert; PCIe (fill kernel) "
+                "%.1f GB/s, CPU experts %.1f GB/s\n",
+                moe_backend_name(moe), static_cast<long long>(plan.expert_slots), static_cast<long long>(store->n_keys()),
+                100.0 * static_cast<double>(plan.expert_slots) / static_cast<double>(store->n_keys()),
+                static_cast<double>(store->record_bytes()) / 1e6, pcie, cpu_bw);
+  }
+  auto expert_totals = [&]() -> Result<ExpertLayerStats> {
+    ExpertLayerStats t;
+    if (!experts) return t;
+    FT_ASSIGN_OR_RETURN(auto layers, experts->stats());
+    for (const auto& l : layers) t.hits += l.hits, t.fetched += l.fetched, t.cpu += l.cpu;
+    return t;
+  };
 
   Decoder dec{*model, kv, std::vector<SequenceKv>(static_cast<size_t>(batch))};
+  const auto prefill_t0 = Clock::now();
   for (auto& s : dec.seqs) {  // prefill: one random prompt per sequence
     ForwardBatch b;
     FT_RETURN_IF_ERROR(s.reserve(kv.pool(), kv.page_size(), static_cast<int32_t>(prompt)));
@@ -114,6 +160,7 @@ Status bench_decode(const Args& a) {
     FT_RETURN_IF_ERROR(model->forward(b, kv, logits));
     s.advance(static_cast<int32_t>(prompt));
   }
+  const double prefill_s = seconds_since(prefill_t0) / static_cast<double>(batch);
   auto eager_steps = [&](int64_t n) -> Result<double> {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < n; ++i) {
@@ -129,6 +176,7 @@ Status bench_decode(const Args& a) {
   // One graph for this batch size, captured once and replayed every step after staging its metadata.
   double graph_s = 0;
   std::string bitwise = "n/a";
+  ExpertLayerStats before, after;  // expert cache counters around the timed graph steps
   FT_ASSIGN_OR_RETURN(ForwardBatch first, dec.next_step());
   FT_RETURN_IF_ERROR(model->stage(first, kv));
   auto graph = be.capture([&] { return model->run_staged(kv, logits); });
@@ -148,15 +196,19 @@ Status bench_decode(const Args& a) {
     FT_RETURN_IF_ERROR(fetch(graph_logits));
     bitwise = std::memcmp(eager_logits.data(), graph_logits.data(), n_logits * 4) == 0 ? "yes" : "NO";
     dec.advance();
+    FT_ASSIGN_OR_RETURN(before, expert_totals());
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < tokens; ++i) {
+      const auto step_t0 = Clock::now();
       FT_ASSIGN_OR_RETURN(ForwardBatch b, dec.next_step());
       FT_RETURN_IF_ERROR(model->stage(b, kv));
       FT_RETURN_IF_ERROR((*graph)->launch());
       FT_RETURN_IF_ERROR(be.stream().synchronize());
       dec.advance();
+      if (tuner && tuner->observe(1e3 * seconds_since(step_t0))) FT_RETURN_IF_ERROR(experts->set_fetch_share(tuner->share()));
     }
     graph_s = seconds_since(t0);
+    FT_ASSIGN_OR_RETURN(after, expert_totals());
   } else {
     FT_RETURN_IF_ERROR(model->run_staged(kv, logits));
     FT_RETURN_IF_ERROR(be.stream().synchronize());
@@ -186,6 +238,30 @@ Status bench_decode(const Args& a) {
               100.0 * step_bytes * steps_per_s / bandwidth);
   std::printf("  roofline (bytes / copy bandwidth): %.1f tok/s; reached %.1f%%\n",
               static_cast<double>(batch) * bandwidth / step_bytes, 100.0 * step_bytes * steps_per_s / bandwidth);
+  std::printf("prefill: %lld tokens in %.3f s = %.1f tok/s per sequence\n", static_cast<long long>(prompt), prefill_s,
+              static_cast<double>(prompt) / prefill_s);
+  if (experts && graph_s > 0) {
+    const ExpertStore& store = *model->expert_store();
+    const double steps = static_cast<double>(tokens), record = static_cast<double>(store.record_bytes());
+    const double lookups = static_cast<double>((after.hits - before.hits) + (after.fetched - before.fetched) +
+                                               (after.cpu - before.cpu));
+    const double fetched = static_cast<double>(after.fetched - before.fetched) / steps;
+    const double on_cpu = static_cast<double>(after.cpu - before.cpu) / steps;
+    const double hbm_s = step_bytes / bandwidth, pcie_s = fetched * record / (pcie * 1e9),
+                 cpu_s = on_cpu * record / (cpu_bw * 1e9);
+    const double bound_s = hbm_s + pcie_s + cpu_s, step_s = graph_s / steps;
+    std::printf("  experts per step: %.1f distinct; miss rate %.1f%%; fetched %.1f (%.3f GB over PCIe), on the CPU "
+                "%.1f; fetch share %.2f\n",
+                lookups / steps, 100.0 * (fetched + on_cpu) * steps / std::max(lookups, 1.0), fetched,
+                fetched * record / 1e9, on_cpu, experts->fetch_share());
+    std::printf("  serial bound: %.3f ms HBM + %.3f ms PCIe + %.3f ms CPU = %.3f ms/step (%.1f tok/s); reached %.1f%%\n",
+                1e3 * hbm_s, 1e3 * pcie_s, 1e3 * cpu_s, 1e3 * bound_s, static_cast<double>(batch) / bound_s,
+                100.0 * bound_s / step_s);
+    std::printf("  prefill bound (expert pool over PCIe): %.3f s; prefill took %.2fx of it\n",
+                static_cast<double>(store.bytes()) / (pcie * 1e9),
+                prefill_s / (static_cast<double>(store.bytes()) / (pcie * 1e9)));
+    FT_RETURN_IF_ERROR(experts->cpu_status());
+  }
   if (!a.on("profile") || be.device().is_cpu()) return ok_status();
 
   // Per-op breakdown over eager steps, every op bracketed by stream marks.
@@ -219,9 +295,60 @@ Status bench_decode(const Args& a) {
 
 }  // namespace
 
+Status bench_bw(const Args& a) {
+  ExpertShape shape{1, 1, 2048, 768, DType::kBF16};  // Qwen3-30B-A3B's experts unless --model says otherwise
+  int64_t k = 8;
+  if (a.has("model")) {
+    FT_ASSIGN_OR_RETURN(ModelConfig c, load_model_config(a.str("model")));
+    if (c.n_expert == 0) return invalid_argument(a.str("model") + ": not a MoE model");
+    shape.d = c.hidden_size;
+    shape.inter = c.moe_intermediate_size;
+    k = c.n_expert_used;
+  }
+  FT_ASSIGN_OR_RETURN(int64_t threads, a.integer("threads"));
+  BandwidthProfile p;
+  p.cpu_threads = static_cast<int>(threads);
+  const size_t record = dtype_bytes(shape.dtype, static_cast<size_t>(3 * shape.d * shape.inter));
+  const int64_t records = std::max<int64_t>(16, static_cast<int64_t>((size_t{1} << 30) / record));  // >= 1 GiB
+  FT_ASSIGN_OR_RETURN(p.cpu_experts, measure_cpu_experts(shape, k, records, p.cpu_threads));
+  auto device = create_backend(a.str("device"));
+  if (device.ok() && !(*device)->device().is_cpu()) {
+    FT_ASSIGN_OR_RETURN(p.h2d_copy, measure_h2d_copy(**device, size_t{1} << 30));
+    FT_ASSIGN_OR_RETURN(p.h2d_kernel, measure_h2d_fill(**device, shape, records));
+    FT_ASSIGN_OR_RETURN(double d2d, measure_device_copy(**device, size_t{1} << 30));
+    p.device = d2d;
+    p.device_name = (*device)->name();
+  }
+  std::printf("expert shape d %lld, inter %lld, k %lld, %.2f MB per expert (bf16)\n", static_cast<long long>(shape.d),
+              static_cast<long long>(shape.inter), static_cast<long long>(k), static_cast<double>(record) / 1e6);
+  std::printf("pinned host -> device, copy engine: %8.1f GB/s\n", p.h2d_copy);
+  std::printf("pinned host -> device, fill kernel: %8.1f GB/s\n", p.h2d_kernel);
+  std::printf("CPU expert kernels (decode):        %8.1f GB/s\n", p.cpu_experts);
+  std::printf("device memory copy (read + write):  %8.1f GB/s\n", p.device);
+  std::printf("auto would pick: %s (balanced fetch share %.2f)\n", moe_backend_name(pick_moe_backend(&p)),
+              balanced_fetch_share(p));
+  const std::string out = a.has("out") ? a.str("out") : default_profile_path();
+  FT_RETURN_IF_ERROR(save_profile(p, out));
+  std::printf("profile written to %s\n", out.c_str());
+  return ok_status();
+}
+
 int cmd_bench(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "bw") == 0) {
+    Args a("bench bw", "Measures pinned host-to-device bandwidth (copy engine and the cache-fill kernel), the CPU "
+                       "expert kernels' bandwidth and device memory bandwidth; writes the profile --moe-backend auto "
+                       "reads.");
+    a.flag("model", "DIR", "take the expert shape from this checkpoint's config.json (default: Qwen3-30B-A3B's)");
+    a.flag("device", "NAME", "device to measure (cuda; cpu measures the CPU only)", "cuda");
+    a.flag("threads", "N", "CPU threads (0 = one per core)", "0");
+    a.flag("out", "FILE", "profile path (default: ~/.cache/freetoken/bw_profile.json)");
+    Status st = a.parse(argc - 1, argv + 1);
+    if (st.ok()) st = bench_bw(a);
+    return st.ok() ? 0 : report_error("bench", st);
+  }
   if (argc < 2 || std::strcmp(argv[1], "decode") != 0) {
-    std::fprintf(stderr, "usage: ft bench decode --model DIR [--device cuda] [--batch N] [--tokens N] [--profile]\n");
+    std::fprintf(stderr, "usage: ft bench decode --model DIR [--device cuda] [--batch N] [--tokens N] [--profile]\n"
+                         "       ft bench bw [--device cuda] [--model DIR] [--out FILE]\n");
     return argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) ? 0 : 2;
   }
   Args a("bench decode", "Measures batched decode throughput (every weight resident) against the measured copy "
@@ -231,6 +358,7 @@ int cmd_bench(int argc, char** argv) {
   a.flag("tokens", "N", "timed decode steps", "128");
   a.flag("prompt", "N", "prompt tokens prefilled per sequence first", "32");
   a.flag("profile", "", "also print a per-op breakdown of an eager step");
+  a.flag("memory-budget", "SIZE", "device memory the plan may use, e.g. 8G (sizes the expert cache)");
   Status st = a.parse(argc - 1, argv + 1);
   if (st.ok()) st = bench_decode(a);
   return st.ok() ? 0 : report_error("bench", st);

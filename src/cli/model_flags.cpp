@@ -10,6 +10,32 @@ void add_model_flags(Args& a) {
   a.flag("threads", "N", "CPU threads (0 = one per core)", "0");
   a.flag("page-size", "N", "tokens per KV page", "16");
   a.flag("context", "N", "tokens per sequence (0 = the model's max_position_embeddings)", "0");
+  add_moe_flags(a);
+}
+
+void add_moe_flags(Args& a) {
+  a.flag("moe-backend", "NAME",
+         "routed experts: fused (all on the device), offload (device cache, misses over PCIe), cpu (misses on the "
+         "CPU), hybrid (misses split, tuned online) or auto (from the `ft bench bw` profile)",
+         "fused");
+  a.flag("moe-cache-size", "N", "expert cache slots (default: what the memory budget leaves)", "0");
+  a.flag("moe-cache-rate", "F", "expert cache as a fraction of all experts, in (0, 1]", "0");
+  a.flag("kv-reserve-tokens", "N", "KV tokens kept before the expert cache takes the rest of the budget", "8192");
+  a.flag("bw-profile", "FILE", "bandwidth profile for --moe-backend auto (default: ~/.cache/freetoken/bw_profile.json)");
+}
+
+Result<MoeOptions> moe_options(const Args& a) {
+  MoeOptions m;
+  FT_ASSIGN_OR_RETURN(m.backend, moe_backend_from_name(a.str("moe-backend")));
+  FT_ASSIGN_OR_RETURN(m.cache_size, a.integer("moe-cache-size"));
+  FT_ASSIGN_OR_RETURN(m.cache_rate, a.number("moe-cache-rate"));
+  FT_ASSIGN_OR_RETURN(m.kv_reserve_tokens, a.integer("kv-reserve-tokens"));
+  if (m.cache_size < 0 || m.cache_size > (int64_t{1} << 31)) return invalid_argument("flag --moe-cache-size out of range");
+  if (!(m.cache_rate >= 0 && m.cache_rate <= 1)) return invalid_argument("flag --moe-cache-rate must be in [0, 1]");
+  if (m.kv_reserve_tokens < 0 || m.kv_reserve_tokens > (int64_t{1} << 30))
+    return invalid_argument("flag --kv-reserve-tokens out of range");
+  m.profile_path = a.str("bw-profile");
+  return m;
 }
 
 Result<SessionOptions> session_options(const Args& a) {
@@ -26,6 +52,8 @@ Result<SessionOptions> session_options(const Args& a) {
   o.n_threads = static_cast<int>(threads);
   o.page_size = static_cast<int32_t>(page_size);
   o.context = static_cast<int32_t>(context);
+  FT_ASSIGN_OR_RETURN(o.moe, moe_options(a));
+  o.moe.cpu_threads = o.n_threads;
   return o;
 }
 

@@ -1,6 +1,8 @@
 // ft serve's flags, named as upstream FreeToken's docs/cli.md names them where it has them.
 #include "cli/serve_flags.h"
 
+#include "cli/model_flags.h"
+
 namespace ft::cli {
 
 void add_serve_flags(Args& a, bool model_required) {
@@ -25,6 +27,7 @@ void add_serve_flags(Args& a, bool model_required) {
   a.flag("memory-budget", "SIZE", "bytes the engine may use, e.g. 24G (default: --memory-ratio of free memory)");
   a.flag("memory-ratio", "F", "fraction of free memory the engine may use", "0.9");
   a.flag("disable-cuda-graph", "", "run decode steps eagerly instead of replaying captured CUDA graphs");
+  add_moe_flags(a);
   a.flag("reasoning-parser", "NAME", "auto (<think> blocks when the chat template has them) or off", "auto");
   a.flag("tool-call-parser", "NAME", "auto (<tool_call> blocks when the chat template has them) or off", "auto");
   a.flag("allowed-local-media-path", "DIR", "directory file:// image references may name (unset: refused)");
@@ -86,6 +89,12 @@ Result<server::ServerOptions> serve_options(const Args& a) {
   FT_ASSIGN_OR_RETURN(e.memory_ratio, a.number("memory-ratio"));
   if (!(e.memory_ratio > 0 && e.memory_ratio <= 1)) return invalid_argument("flag --memory-ratio must be in (0, 1]");
   e.cuda_graph = !a.on("disable-cuda-graph");
+  FT_ASSIGN_OR_RETURN(MoeOptions moe, moe_options(a));
+  e.moe_backend = moe_backend_name(moe.backend);
+  e.moe_cache_size = moe.cache_size;
+  e.moe_cache_rate = moe.cache_rate;
+  e.kv_reserve_tokens = moe.kv_reserve_tokens;
+  e.bw_profile = moe.profile_path;
   return o;
 }
 

@@ -23,6 +23,14 @@ struct MemoryPlanInput {
   int64_t max_useful_pages = 0; // more can never be used (every running sequence at full context)
   int64_t num_pages = 0;        // overrides
   int64_t num_tokens = 0;
+  // Routed experts in host memory: a device cache of slots takes what the budget leaves after the KV floor.
+  uint64_t expert_slot_bytes = 0;   // 0: no expert cache
+  uint64_t expert_cache_fixed = 0;  // its buffers and tables besides the slots
+  int64_t expert_keys = 0;          // every expert of every MoE layer: more slots are never useful
+  int64_t min_expert_slots = 0;     // one step's experts on the slot path
+  int64_t expert_slots = 0;         // --moe-cache-size; 0: from expert_rate, else from the budget
+  double expert_rate = 0;           // --moe-cache-rate: a fraction of expert_keys
+  int64_t kv_reserve_pages = 0;     // the KV floor kept before the cache takes the rest (--kv-reserve-tokens)
 };
 
 struct MemoryPlan {
@@ -33,6 +41,9 @@ struct MemoryPlan {
   uint64_t kv_bytes = 0;
   int64_t kv_pages = 0;
   int32_t page_size = 0;
+  int64_t expert_slots = 0;        // device slots of the expert cache (0: none)
+  int64_t expert_keys = 0;
+  uint64_t expert_cache_bytes = 0;
   std::string describe() const;  // the lines printed at start
 };
 

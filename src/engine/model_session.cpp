@@ -2,6 +2,9 @@
 #include "engine/model_session.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "core/log.h"
 
 namespace ft {
 
@@ -23,7 +26,15 @@ Result<ModelSession> ModelSession::load(const SessionOptions& o) {
   mo.page_size = o.page_size;
   mo.max_pages_per_seq = (s.context + o.page_size - 1) / o.page_size;
   mo.show_progress = o.show_progress;
+  double share = 0.5;
+  std::string note;
+  const MoeBackend moe = resolve_moe_backend(o.moe, *s.backend, &share, &note);
+  if (!note.empty()) {
+    FT_LOG(kInfo) << note;
+  }
+  mo.experts_on_host = moe != MoeBackend::kFused && config.n_expert > 0;
   FT_ASSIGN_OR_RETURN(s.model, load_model(o.model_dir, *s.backend, mo));
+  s.expert_options = expert_cache_options(*s.model, moe, share, o.moe.cpu_threads);
   return s;
 }
 
@@ -33,6 +44,14 @@ Result<ModelSession> ModelSession::open(const SessionOptions& o) {
                                                   s.model->options().max_pages_per_seq * o.max_seqs, o.page_size,
                                                   s.model->state_layers(), o.max_seqs));
   s.kv = std::make_unique<KvCache>(std::move(kv));
+  if (const ExpertStore* store = s.model->expert_store()) {
+    int64_t slots = o.moe.cache_size;
+    if (slots == 0 && o.moe.cache_rate > 0)
+      slots = static_cast<int64_t>(std::ceil(o.moe.cache_rate * static_cast<double>(store->n_keys())));
+    if (slots == 0) slots = store->n_keys();
+    FT_ASSIGN_OR_RETURN(s.experts, attach_expert_cache(*s.backend, *s.model, s.expert_options,
+                                                       std::min(slots, store->n_keys())));
+  }
   return s;
 }
 

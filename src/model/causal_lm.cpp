@@ -73,6 +73,22 @@ Status CausalLm::plan_workspace() {
   return ok_status();
 }
 
+Result<MoeBlock> CausalLm::load_moe(WeightLoader& w, const std::string& prefix) {
+  const auto& c = config_;
+  if (!options_.experts_on_host) return MoeBlock::load(w, prefix, c);
+  if (!expert_store_) {
+    ExpertShape shape;
+    for (int64_t l = 0; l < c.n_layer; ++l) shape.n_layers += c.is_moe_layer(l);
+    shape.n_expert = c.n_expert;
+    shape.d = c.hidden_size;
+    shape.inter = c.moe_intermediate_size;
+    FT_ASSIGN_OR_RETURN(shape.dtype, w.expert_dtype(prefix + ".experts"));
+    FT_ASSIGN_OR_RETURN(expert_store_, ExpertStore::create(shape));
+  }
+  if (moe_layers_loaded_ >= expert_store_->shape().n_layers) return internal_error("more MoE layers than the config has");
+  return MoeBlock::load(w, prefix, c, expert_store_.get(), moe_layers_loaded_++);
+}
+
 Result<Tensor> CausalLm::upload_f32(const std::vector<float>& values) {
   FT_ASSIGN_OR_RETURN(Tensor t, backend_.empty(DType::kF32, {static_cast<int64_t>(values.size())}));
   Tensor host = Tensor::make(DType::kF32, {static_cast<int64_t>(values.size())},
@@ -149,7 +165,7 @@ Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   if (logits.dim(0) < r || logits.dim(1) != config_.vocab_size) return invalid_argument("logits tensor shape");
   const Tensor x = rows(x_, n), h = rows(h_, n), h2 = rows(h2_, n);
   FT_RETURN_IF_ERROR(ops.embedding(embed_, step_.tokens, x, s));
-  LayerContext ctx{ops, s, step_, kv};
+  LayerContext ctx{ops, s, step_, kv, expert_cache_};
   for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, x, h, h2));
   if (r == 0) return ok_status();  // a step of prefill chunks that end no prompt
   const Tensor last = rows(final_rows_, r);

@@ -18,6 +18,8 @@ class CausalLm : public Model {
   Status run_staged(KvCache& kv, const Tensor& logits) override;
   size_t weight_bytes() const override { return weight_bytes_; }
   size_t workspace_bytes() const override { return workspace_ ? workspace_->size() : 0; }
+  ExpertStore* expert_store() override { return expert_store_.get(); }
+  void set_expert_cache(ExpertCache* cache) override { expert_cache_ = cache; }
 
  protected:
   CausalLm(ModelConfig config, ModelOptions options, Backend& backend)
@@ -32,6 +34,9 @@ class CausalLm : public Model {
   virtual int64_t max_intermediate() const = 0;
   // Columns of the fused attention projection (q, k, v; gated attention adds a gate per query head).
   virtual int64_t qkv_width() const { return (config_.n_head + 2 * config_.n_kv_head) * config_.head_dim; }
+  // The routed experts of the next MoE layer: onto the backend, or into the host expert store (created on the
+  // first call) when options_.experts_on_host.
+  Result<MoeBlock> load_moe(WeightLoader& w, const std::string& prefix);
   // Uploads inv_freq to the backend (shared by all layers).
   Result<Tensor> upload_f32(const std::vector<float>& values);
 
@@ -49,6 +54,9 @@ class CausalLm : public Model {
   Tensor final_norm_;  // [d]
   Tensor lm_head_;     // [vocab, d]
   std::shared_ptr<Buffer> workspace_;
+  std::unique_ptr<ExpertStore> expert_store_;
+  int64_t moe_layers_loaded_ = 0;
+  ExpertCache* expert_cache_ = nullptr;
   // Step inputs at fixed addresses, sized for the largest step.
   Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_, state_slots_;  // i32
   Tensor x_, h_, h2_;      // [T, d] act

@@ -85,12 +85,18 @@ Status DenseMlp::forward(const LayerContext& c, const LayerScratch& s, const Ten
   return c.ops.matmul(act, down, Tensor{}, out, c.stream);
 }
 
-Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c) {
+Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, ExpertStore* store,
+                                int64_t moe_layer) {
   MoeBlock m;
   const int64_t d = c.hidden_size, e = c.n_expert, inter = c.moe_intermediate_size;
   FT_ASSIGN_OR_RETURN(m.router.w, w.get(prefix + ".gate.weight", {e, d}));
-  FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d));
-  FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter));
+  if (store) {
+    m.moe_layer = moe_layer;
+    FT_RETURN_IF_ERROR(w.experts_to_store(prefix + ".experts", *store, moe_layer));
+  } else {
+    FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d));
+    FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter));
+  }
   m.route.scoring = c.scoring_func == "sigmoid" ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
   m.route.n_expert_used = c.n_expert_used;
   m.route.norm_topk = c.norm_topk_prob;
@@ -109,7 +115,13 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Ten
   const Tensor weights = rows(s.topk_w, n).slice(1, 0, k);               // [n, k] f32
   FT_RETURN_IF_ERROR(router.forward(c, x, logits));
   FT_RETURN_IF_ERROR(c.ops.moe_route(logits, Tensor{}, ids, weights, route, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
+  if (moe_layer < 0) {
+    FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
+  } else if (c.experts) {
+    FT_RETURN_IF_ERROR(c.experts->forward(c.stream, moe_layer, x, ids, weights, out, s.moe_ws));
+  } else {
+    return invalid_argument("the experts are in host memory but no expert cache is attached");
+  }
   if (!has_shared) return ok_status();
   const Tensor sh = rows(s.shared, n), gate = rows(s.shared_gate, n);  // [n, d], [n, 1]
   FT_RETURN_IF_ERROR(shared.forward(c, s, x, sh));

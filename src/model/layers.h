@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "io/model_config.h"
 #include "kv/kv_cache.h"
+#include "moe/expert_cache.h"
 #include "model/weight_loader.h"
 
 namespace ft {
@@ -27,6 +28,7 @@ struct LayerContext {
   Stream& stream;
   const StepView& step;
   KvCache& kv;
+  ExpertCache* experts = nullptr;  // computes the routed experts kept in host memory (else they are resident)
 };
 
 // [n, heads * head_dim] with contiguous rows -> [n, heads, head_dim] view.
@@ -89,14 +91,17 @@ struct DenseMlp {
 // shared expert scaled by sigmoid(shared_expert_gate(x)).
 struct MoeBlock {
   Linear router;   // [n_expert, d]
-  Tensor gate_up;  // [n_expert, 2 * inter, d]
+  Tensor gate_up;  // [n_expert, 2 * inter, d]; undefined when the experts live in a host expert store
   Tensor down;     // [n_expert, d, inter]
+  int64_t moe_layer = -1;  // the store's layer index when they do
   MoeRouteParams route;
   bool has_shared = false;
   DenseMlp shared;     // inter = shared_expert_intermediate_size
   Linear shared_gate;  // [1, d]
 
-  static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c);
+  // store: null to load the experts onto the backend, else into its records of layer moe_layer.
+  static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c,
+                               ExpertStore* store = nullptr, int64_t moe_layer = -1);
   Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
 };
 

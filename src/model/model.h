@@ -9,6 +9,7 @@
 #include "io/model_config.h"
 #include "kv/kv_cache.h"
 #include "model/forward_batch.h"
+#include "moe/expert_cache.h"
 
 namespace ft {
 
@@ -19,6 +20,7 @@ struct ModelOptions {
   int32_t max_pages_per_seq = 0;  // page table width; 0: from max_position_embeddings and page size
   int32_t page_size = 16;
   bool show_progress = true;      // a progress bar while loading, on a terminal
+  bool experts_on_host = false;   // routed experts into a host ExpertStore (an ExpertCache computes them)
 };
 
 class Model {
@@ -39,7 +41,11 @@ class Model {
   // staged batch's shape (no host sync, no allocation, every address fixed) and returns without waiting.
   virtual Status stage(const ForwardBatch& batch, KvCache& kv) = 0;
   virtual Status run_staged(KvCache& kv, const Tensor& logits) = 0;
-  // Bytes of weights and of the planned activation workspace, for the memory plan.
+  // The host store of the routed experts (ModelOptions::experts_on_host), else null; set_expert_cache() attaches
+  // what computes them before the first forward.
+  virtual ExpertStore* expert_store() { return nullptr; }
+  virtual void set_expert_cache(ExpertCache*) {}
+  // Bytes of weights on the backend and of the planned activation workspace, for the memory plan.
   virtual size_t weight_bytes() const = 0;
   virtual size_t workspace_bytes() const = 0;
 

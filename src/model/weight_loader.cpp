@@ -2,7 +2,9 @@
 #include "model/weight_loader.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 namespace ft {
 
@@ -30,7 +32,7 @@ DType WeightLoader::target_dtype(DType stored) const {
 void WeightLoader::done(const std::string& name, size_t bytes) {
   used_.push_back(name);
   loaded_bytes_ += bytes;
-  if (progress_) progress_->update(loaded_bytes_);
+  if (progress_) progress_->update(loaded_bytes_ + host_bytes_);
 }
 
 Result<const TensorInfo*> WeightLoader::checked(const std::string& name, const std::vector<int64_t>& shape) {
@@ -90,6 +92,62 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
   return assemble(names, {n_expert, d, inter}, target_dtype(dtype));
 }
 
+size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const {
+  const SafetensorsFile* file = nullptr;
+  const TensorInfo* info = checkpoint_.find(name, &file);
+  size_t n = 1;
+  for (int64_t s : info->shape) n *= static_cast<size_t>(s);
+  const unsigned char* src = file->tensor_data(*info);
+  if (info->dtype == dtype) {
+    std::memcpy(dst + dtype_bytes(dtype, at), src, info->nbytes);
+  } else if (info->dtype == DType::kBF16 && dtype == DType::kF32) {
+    const auto* s16 = reinterpret_cast<const uint16_t*>(src);
+    auto* d32 = reinterpret_cast<float*>(dst) + at;
+    for (size_t i = 0; i < n; ++i) d32[i] = bf16_to_f32(s16[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) store_from_f64(dtype, dst, at + i, load_as_f64(info->dtype, src, i));
+  }
+  return n;
+}
+
+Result<DType> WeightLoader::expert_dtype(const std::string& prefix) const {
+  const TensorInfo* info = checkpoint_.find(prefix + ".0.gate_proj.weight");
+  if (!info) return not_found(checkpoint_.dir() + ": tensor '" + prefix + ".0.gate_proj.weight' not found in the checkpoint");
+  return target_dtype(info->dtype);
+}
+
+Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer) {
+  const ExpertShape& sh = store.shape();
+  std::vector<std::string> names;  // per expert: gate, up, down
+  for (int64_t e = 0; e < sh.n_expert; ++e)
+    for (const char* part : {"gate_proj", "up_proj", "down_proj"}) {
+      names.push_back(prefix + "." + std::to_string(e) + "." + part + ".weight");
+      const bool down = part[0] == 'd';
+      FT_RETURN_IF_ERROR(checked(names.back(), down ? std::vector<int64_t>{sh.d, sh.inter}
+                                                    : std::vector<int64_t>{sh.inter, sh.d})
+                             .status());
+    }
+  // Large parallel reads: each thread copies whole experts out of the mapped checkpoint into their records.
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t e = next++; e < sh.n_expert; e = next++) {
+      auto* dst = static_cast<unsigned char*>(store.record(moe_layer, e));
+      size_t at = 0;
+      for (int part = 0; part < 3; ++part) at += copy_converted(names[static_cast<size_t>(3 * e + part)], sh.dtype, dst, at);
+    }
+  };
+  const int n_threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
+  std::vector<std::thread> threads;
+  for (int t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  for (const auto& name : names) {
+    used_.push_back(name);
+    if (progress_) progress_->update(loaded_bytes_ + (host_bytes_ += checkpoint_.find(name)->nbytes));
+  }
+  return ok_status();
+}
+
 Result<Tensor> WeightLoader::assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype) {
   int64_t numel = 1;
   for (int64_t s : shape) numel *= s;
@@ -97,22 +155,8 @@ Result<Tensor> WeightLoader::assemble(const std::vector<std::string>& names, std
   auto* dst = static_cast<unsigned char*>(host->data());
   size_t at = 0;  // elements written
   for (const auto& name : names) {
-    const SafetensorsFile* file = nullptr;
-    const TensorInfo* info = checkpoint_.find(name, &file);
-    size_t n = 1;
-    for (int64_t s : info->shape) n *= static_cast<size_t>(s);
-    const unsigned char* src = file->tensor_data(*info);
-    if (info->dtype == dtype) {
-      std::memcpy(dst + dtype_bytes(dtype, at), src, info->nbytes);
-    } else if (info->dtype == DType::kBF16 && dtype == DType::kF32) {
-      const auto* s16 = reinterpret_cast<const uint16_t*>(src);
-      auto* d32 = reinterpret_cast<float*>(dst) + at;
-      for (size_t i = 0; i < n; ++i) d32[i] = bf16_to_f32(s16[i]);
-    } else {
-      for (size_t i = 0; i < n; ++i) store_from_f64(dtype, dst, at + i, load_as_f64(info->dtype, src, i));
-    }
-    at += n;
-    done(name, info->nbytes);
+    at += copy_converted(name, dtype, dst, at);
+    done(name, checkpoint_.find(name)->nbytes);
   }
   Tensor host_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), host);
   if (backend_.device().is_cpu()) return host_tensor;

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "core/progress.h"
 #include "io/safetensors_archive.h"
+#include "moe/expert_store.h"
 
 namespace ft {
 
@@ -28,6 +29,12 @@ class WeightLoader {
   // up rows) and down [n_expert, d, inter].
   Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d);
   Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter);
+  // The dtype experts under `prefix` are kept in (as target_dtype picks it for the backend).
+  Result<DType> expert_dtype(const std::string& prefix) const;
+  // The same experts into the records of moe layer `moe_layer` of a host expert store (converted to its dtype),
+  // read by several threads at once.
+  Status experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer);
+  // Bytes placed on the backend (what the memory plan counts; the expert store is host memory).
   size_t loaded_bytes() const { return loaded_bytes_; }
   // Names of checkpoint tensors never asked for (a sign of a wrong architecture mapping).
   std::vector<std::string> unused() const;
@@ -38,6 +45,8 @@ class WeightLoader {
   // Copies (converting) each source into consecutive rows of one new tensor of `shape`.
   Result<Tensor> assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype);
   void done(const std::string& name, size_t bytes);
+  // Copies tensor `name` into dst from element `at` on, converting to dtype; returns its element count.
+  size_t copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const;
 
   const SafetensorsArchive& checkpoint_;
   Backend& backend_;
@@ -45,6 +54,7 @@ class WeightLoader {
   std::vector<std::string> used_;
   std::unique_ptr<ProgressBar> progress_;
   size_t loaded_bytes_ = 0;
+  size_t host_bytes_ = 0;  // into the expert store
 };
 
 }  // namespace ft

@@ -40,8 +40,18 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   so.max_seqs = std::min(o.max_running_requests * kMaxChoices, std::max(o.max_prefill_length, 1));
   so.max_tokens = std::max(o.max_prefill_length, so.max_seqs);
   so.show_progress = o.show_progress;
+  FT_ASSIGN_OR_RETURN(so.moe.backend, moe_backend_from_name(o.moe_backend));
+  so.moe.cache_size = o.moe_cache_size;
+  so.moe.cache_rate = o.moe_cache_rate;
+  so.moe.kv_reserve_tokens = o.kv_reserve_tokens;
+  so.moe.profile_path = o.bw_profile;
+  so.moe.cpu_threads = o.n_threads;
+  if (o.moe_cache_size < 0 || !(o.moe_cache_rate >= 0 && o.moe_cache_rate <= 1) || o.kv_reserve_tokens < 0)
+    return invalid_argument("--moe-cache-size, --moe-cache-rate (in [0, 1]) and --kv-reserve-tokens must be >= 0");
   FT_ASSIGN_OR_RETURN(ModelSession session, ModelSession::load(so));
   e->backend_ = std::move(session.backend);
+  FT_ASSIGN_OR_RETURN(auto memory_at_start, e->backend_->memory_info());
+  e->device_used_at_start_ = memory_at_start.total - memory_at_start.free;
   e->model_ = std::move(session.model);
   e->context_ = session.context;
   const DType act = so.act_dtype;
@@ -66,8 +76,19 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   mp.max_useful_pages = static_cast<int64_t>(mo.max_pages_per_seq) * o.max_running_requests * kMaxChoices;
   mp.num_pages = o.num_pages;
   mp.num_tokens = o.num_tokens;
+  add_expert_plan(mp, *e->model_, session.expert_options, so.moe);
   FT_ASSIGN_OR_RETURN(e->plan_, plan_memory(mp));
   FT_LOG(kInfo) << e->plan_.describe();
+  if (e->model_->expert_store()) {
+    FT_ASSIGN_OR_RETURN(e->experts_, attach_expert_cache(*e->backend_, *e->model_, session.expert_options,
+                                                         e->plan_.expert_slots));
+    if (session.expert_options.backend == MoeBackend::kHybrid)
+      e->share_tuner_ = std::make_unique<ShareTuner>(session.expert_options.fetch_share);
+    e->stats_.moe_backend = moe_backend_name(session.expert_options.backend);
+    e->stats_.expert_slots = e->plan_.expert_slots;
+    e->stats_.expert_keys = e->plan_.expert_keys;
+    e->stats_.fetch_share = e->experts_->fetch_share();
+  }
   // Graph replay pads decode steps with sequences that write to one scratch page beyond the plan.
   const bool graphs = o.cuda_graph && !e->backend_->device().is_cpu() && state_layers.empty();
   FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(*e->backend_, layers, act,
@@ -306,6 +327,39 @@ void EngineImpl::update_stats(const StepPlan& plan, double seconds) {
   }
 }
 
+void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
+  if (!experts_) return;
+  if (share_tuner_ && plan.n_prefill_tokens == 0 && plan.n_decode_tokens > 0 &&
+      share_tuner_->observe(1e3 * seconds)) {
+    const Status st = experts_->set_fetch_share(share_tuner_->share());
+    if (!st.ok()) {
+      FT_LOG(kWarn) << "hybrid fetch share: " << st.to_string();
+    }
+  }
+  if (++steps_since_expert_stats_ < 16 && !scheduler_->idle()) return;
+  steps_since_expert_stats_ = 0;
+  auto layers = experts_->stats();
+  auto bytes = experts_->bytes_fetched();
+  if (!layers.ok() || !bytes.ok()) return;
+  if (!device_bytes_measured_ && stats_.generated_tokens > 0) {  // after warm-up: measure against the plan
+    if (auto m = backend_->memory_info(); m.ok()) {
+      device_bytes_in_use_ = m->total - m->free - device_used_at_start_;
+      device_bytes_measured_ = true;
+      const uint64_t planned = plan_.weights + plan_.workspace + plan_.state_bytes + plan_.expert_cache_bytes +
+                               plan_.kv_bytes;
+      FT_LOG(kInfo) << "device memory after warm-up: " << device_bytes_in_use_ / (1 << 20) << " MiB in use by the "
+                    << "engine, planned " << planned / (1 << 20) << " MiB, budget " << plan_.budget / (1 << 20)
+                    << " MiB";
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.expert_layers.clear();
+  for (const auto& l : *layers) stats_.expert_layers.push_back({l.hits, l.fetched, l.cpu});
+  stats_.expert_bytes_fetched = *bytes;
+  stats_.fetch_share = experts_->fetch_share();
+  stats_.device_bytes_in_use = device_bytes_in_use_;
+}
+
 void EngineImpl::loop() {
   StepPlan plan;
   for (;;) {
@@ -322,7 +376,9 @@ void EngineImpl::loop() {
     scheduler_->schedule(plan);
     if (!plan.empty()) run_step(plan);
     scheduler_->reap();
-    update_stats(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    update_stats(plan, seconds);
+    update_expert_stats(plan, seconds);
   }
   scheduler_->abort_all();
   scheduler_->schedule(plan);  // applies the aborts: every request ends with kAborted

@@ -12,6 +12,8 @@
 #include "engine/memory_plan.h"
 #include "freetoken/engine.h"
 #include "model/model.h"
+#include "moe/expert_cache.h"
+#include "moe/share_tuner.h"
 #include "sched/scheduler.h"
 
 namespace ft {
@@ -43,10 +45,19 @@ class EngineImpl final : public Engine {
   bool sample_on_device(const StepPlan& plan);
   void emit_token(Request& r, Choice& c, const SampleResult& s);
   void update_stats(const StepPlan& plan, double seconds);
+  // Expert cache counters into stats_ every few steps, hybrid's share tuned from decode step times, and the
+  // device memory in use measured once after warm-up.
+  void update_expert_stats(const StepPlan& plan, double seconds);
 
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<ExpertCache> experts_;      // routed experts in host memory
+  std::unique_ptr<ShareTuner> share_tuner_;   // hybrid
+  int32_t steps_since_expert_stats_ = 0;
+  uint64_t device_used_at_start_ = 0;
+  uint64_t device_bytes_in_use_ = 0;
+  bool device_bytes_measured_ = false;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<GraphRunner> graphs_;  // decode-only steps as replayed graphs (device backends)
   std::unique_ptr<DeviceSampler> device_sampler_;  // device backends with a sample op

@@ -24,6 +24,26 @@ Json stats_json(ServerState& s) {
     j["throughput"] = {{"decode_tokens_per_s", e.decode_tokens_per_s}, {"prefill_tokens_per_s", e.prefill_tokens_per_s}};
     j["tokens"] = {{"prompt", e.prompt_tokens}, {"generated", e.generated_tokens}};
     j["preemptions"] = e.preemptions;
+    Json layers = Json::array();
+    int64_t hits = 0, fetched = 0, cpu = 0;
+    for (const auto& l : e.expert_layers) {
+      const int64_t total = l.hits + l.fetched + l.cpu;
+      layers.push_back({{"hits", l.hits}, {"fetched", l.fetched}, {"cpu", l.cpu},
+                        {"hit_rate", total ? static_cast<double>(l.hits) / static_cast<double>(total) : 0.0}});
+      hits += l.hits, fetched += l.fetched, cpu += l.cpu;
+    }
+    const int64_t lookups = hits + fetched + cpu;
+    j["experts"] = {{"moe_backend", e.moe_backend},
+                    {"cache_slots", e.expert_slots},
+                    {"experts_total", e.expert_keys},
+                    {"fetch_share", e.fetch_share},
+                    {"hits", hits},
+                    {"fetched", fetched},
+                    {"cpu", cpu},
+                    {"hit_rate", lookups ? static_cast<double>(hits) / static_cast<double>(lookups) : 0.0},
+                    {"bytes_fetched", e.expert_bytes_fetched},
+                    {"device_bytes_in_use", e.device_bytes_in_use},
+                    {"layers", std::move(layers)}};
     j["model_info"] = {{"input_modalities", Json::array({"text"})},
                        {"reasoning_parser", s.reasoning_parser() ? "qwen3" : "off"},
                        {"tool_call_parser", s.tool_call_parser() ? "qwen3" : "off"}};

@@ -82,6 +82,16 @@ std::string Metrics::prometheus(const EngineStats* e, bool ready, int active_str
     o << "freetoken_decode_tokens_per_second " << e->decode_tokens_per_s << '\n';
     metric(o, "freetoken_prefill_tokens_per_second", "gauge", "recent prefill throughput");
     o << "freetoken_prefill_tokens_per_second " << e->prefill_tokens_per_s << '\n';
+    if (!e->expert_layers.empty()) {
+      metric(o, "freetoken_expert_lookups_total", "counter", "distinct experts per step and MoE layer, by outcome");
+      for (const char* outcome : {"hit", "fetched", "cpu"}) {
+        int64_t n = 0;
+        for (const auto& l : e->expert_layers) n += outcome[0] == 'h' ? l.hits : outcome[0] == 'f' ? l.fetched : l.cpu;
+        o << "freetoken_expert_lookups_total{outcome=\"" << outcome << "\"} " << n << '\n';
+      }
+      metric(o, "freetoken_expert_bytes_fetched_total", "counter", "expert bytes copied host to device");
+      o << "freetoken_expert_bytes_fetched_total " << e->expert_bytes_fetched << '\n';
+    }
   }
   return o.str();
 }

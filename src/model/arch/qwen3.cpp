@@ -48,7 +48,7 @@ class Qwen3Model final : public CausalLm {
       FT_ASSIGN_OR_RETURN(layer.attn, GqaAttention::load(w, p + ".self_attn", c, l, inv_freq_, rope.attention_factor));
       layer.moe = c.is_moe_layer(l);
       if (layer.moe) {
-        FT_ASSIGN_OR_RETURN(layer.experts, MoeBlock::load(w, p + ".mlp", c));
+        FT_ASSIGN_OR_RETURN(layer.experts, load_moe(w, p + ".mlp"));
       } else {
         FT_ASSIGN_OR_RETURN(layer.mlp, DenseMlp::load(w, p + ".mlp", c.hidden_size, c.intermediate_size));
       }

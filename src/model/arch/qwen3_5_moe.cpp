@@ -79,7 +79,7 @@ class Qwen35MoeModel final : public CausalLm {
       } else {
         return unsupported(p + ": layer type '" + type + "' is not supported");
       }
-      FT_ASSIGN_OR_RETURN(layer.moe, MoeBlock::load(w, p + ".mlp", c));
+      FT_ASSIGN_OR_RETURN(layer.moe, load_moe(w, p + ".mlp"));
       layer.moe.route.norm_topk = true;  // the router always renormalises its top-k probabilities
       layers_.push_back(std::move(layer));
     }

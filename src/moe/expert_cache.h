@@ -1,0 +1,119 @@
+// ExpertCache: the routed experts of offloaded MoE layers. One pool of device slots shared by every layer holds
+// recently used experts (exact LRU, bookkept on the device by moe_cache_lookup so a decode step stays one CUDA
+// graph); a miss is fetched from the pinned ExpertStore over PCIe (offload), computed on the CPU from the store
+// (cpu), or split between the two (hybrid, the fetched share tuned online). Steps with more tokens than the slot
+// path takes (prefill) stream the layer's experts through two device buffers instead, the copy of the next chunk
+// overlapping the compute of this one.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "moe/expert_store.h"
+#include "moe/moe_backend.h"
+
+namespace ft {
+
+struct ExpertCacheOptions {
+  MoeBackend backend = MoeBackend::kOffload;  // offload, cpu or hybrid
+  int64_t n_slots = 0;                 // device slots (>= one step's n k on the slot path)
+  int64_t max_tokens = 1;              // the largest step
+  int64_t n_expert_used = 1;           // k
+  int64_t slot_path_max_tokens = 16;   // larger steps stream whole layers
+  int64_t stream_chunk_experts = 16;   // experts per streaming buffer
+  double fetch_share = 0.5;            // hybrid's initial share of misses fetched
+  DType act_dtype = DType::kBF16;
+  int cpu_threads = 0;                 // the CPU expert pool (0: one per core)
+};
+
+struct ExpertLayerStats {
+  int64_t hits = 0, fetched = 0, cpu = 0;  // distinct experts per step
+};
+
+class ExpertCache {
+ public:
+  // Pins the store for `device`, allocates slots, streaming buffers and tables, and preloads the slots with the
+  // first experts of every layer (interleaved), so the cache starts warm.
+  static Result<std::unique_ptr<ExpertCache>> create(Backend& device, ExpertStore& store,
+                                                     const ExpertCacheOptions& options);
+  ~ExpertCache();
+
+  // Device bytes for the memory plan: per slot (its record and table entries), and the rest (streaming buffers,
+  // tables, scratch; an upper bound whatever the slot count).
+  static uint64_t slot_bytes(const ExpertShape& shape);
+  static uint64_t fixed_bytes(const ExpertShape& shape, const ExpertCacheOptions& options);
+  // out [n, d] = the experts ids/weights [n, k] route x [n, d] to, in moe layer `layer`; on `s` (the backend's
+  // stream), without a host sync on the slot path. workspace: moe_workspace_bytes for n tokens.
+  Status forward(Stream& s, int64_t layer, const Tensor& x, const Tensor& ids, const Tensor& weights,
+                 const Tensor& out, const Tensor& workspace);
+
+  const ExpertCacheOptions& options() const { return options_; }
+  int64_t n_slots() const { return options_.n_slots; }
+  // The share of misses fetched (hybrid); set between steps.
+  Status set_fetch_share(double share);
+  double fetch_share() const { return share_; }
+  // Counters since creation, per MoE layer (waits for the device).
+  Result<std::vector<ExpertLayerStats>> stats();
+  // Bytes copied host -> device so far: fetched records plus streamed layers.
+  Result<uint64_t> bytes_fetched();
+  // The first error a CPU job met (they run on driver threads and cannot return one).
+  Status cpu_status() const;
+
+ private:
+  struct CpuJob {
+    ExpertCache* cache;
+    int64_t layer, n;
+  };
+  ExpertCache(Backend& device, ExpertStore& store, const ExpertCacheOptions& options)
+      : device_(device), store_(store), options_(options) {}
+  Status allocate();
+  Status preload();
+  Status forward_slots(Stream& s, int64_t layer, const Tensor& x, const Tensor& ids, const Tensor& weights,
+                       const Tensor& out, const Tensor& workspace);
+  Status forward_streamed(Stream& s, int64_t layer, const Tensor& x, const Tensor& ids, const Tensor& weights,
+                          const Tensor& out, const Tensor& workspace);
+  // Copies global chunk g into streaming buffer b on side_, once the compute reading b is done.
+  Status issue_chunk_copy(int64_t g, int b);
+  static void run_cpu_job(void* job);
+  void compute_on_cpu(int64_t layer, int64_t n);
+
+  Backend& device_;
+  ExpertStore& store_;
+  ExpertCacheOptions options_;
+  double share_ = 1.0;
+  const OpTable* ops_ = nullptr;
+
+  Tensor pool_;  // [n_slots, R] u8 on the device
+  ExpertCacheTables tables_;
+  Tensor slot_ids_;  // [slot_path_max_tokens, k] i32
+  Tensor fills_;     // [1 + slot_path_max_tokens k] i32
+
+  // CPU side (cpu, hybrid): host-mapped buffers the device writes and reads, each with a host and a device view.
+  std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<Stream> side_;  // CPU jobs and streaming copies overlap the main stream here
+  Tensor cpu_ids_host_, cpu_ids_dev_;  // [slot_path_max_tokens, k] i32
+  Tensor x_host_, x_dev_;              // [slot_path_max_tokens, d] f32
+  Tensor w_host_, w_dev_;              // [slot_path_max_tokens, k] f32
+  Tensor y_host_, y_dev_;              // [slot_path_max_tokens, d] f32
+  Tensor y_act_;                       // [slot_path_max_tokens, d] act on the device
+  Tensor cpu_ws_;                      // host workspace of the CPU expert kernels
+  std::deque<CpuJob> jobs_;            // stable addresses (graphs keep them)
+  std::map<std::pair<int64_t, int64_t>, CpuJob*> job_of_;
+  Status cpu_status_;
+
+  // Streaming (prefill): two buffers of stream_chunk_experts records; chunk g of the global sequence is chunk
+  // g % chunks_per_layer of moe layer g / chunks_per_layer (cycling over the layers).
+  Tensor stream_buf_[2];                       // [C, R] u8 on the device
+  int64_t buf_chunk_[2] = {-1, -1};             // the global chunk each buffer holds (or is being copied)
+  std::unique_ptr<StreamEvent> buf_ready_[2];  // on side_: the copy into the buffer is done
+  std::unique_ptr<StreamEvent> buf_free_[2];   // on the main stream: the last compute reading it is done
+  Tensor chunk_ids_;                           // [max_tokens, k] i32
+  Tensor chunk_out_;                           // [max_tokens, d] act
+  int last_buf_ = 1;                           // the buffer the last chunk computed from
+  uint64_t streamed_bytes_ = 0;
+};
+
+}  // namespace ft

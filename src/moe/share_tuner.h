@@ -1,0 +1,36 @@
+// ShareTuner: the fraction of missed experts that hybrid fetches over PCIe (the rest computed on the CPU), tuned
+// online from measured decode step times. It averages `window` steps at one share, then tries a neighbour `step`
+// away and keeps it when faster (hill climbing over [0, 1]); 0 is cpu and 1 is offload, so when one of them beats
+// every mix the tuner ends there, and hybrid is never slower than the better of the two for long. After both
+// neighbours lose it stays, and explores again after `rest` windows (routing and load change), backing off to 16
+// times that while explorations keep losing.
+#pragma once
+
+namespace ft {
+
+class ShareTuner {
+ public:
+  explicit ShareTuner(double initial, int window = 8, double step = 0.125, int rest = 16);
+  double share() const { return active_; }  // the share the next steps should use
+  // One decode step's time; true when share() changed.
+  bool observe(double step_ms);
+
+ private:
+  bool move_to(double share);
+  void start_trial();
+
+  double settled_, active_;
+  int window_;
+  double step_;
+  int rest_;
+  double sum_ = 0;
+  int count_ = 0;
+  double settled_ms_ = 0;
+  bool have_settled_ms_ = false;
+  int direction_ = 1;
+  int losses_ = 0;  // trials in a row that lost
+  int resting_ = 0; // windows left before exploring again
+  int rest_windows_;  // the next rest
+};
+
+}  // namespace ft
