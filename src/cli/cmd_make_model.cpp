@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/make_model_specs.h"
 #include "core/thread_pool.h"
 #include "io/model_config.h"
 #include "io/safetensors_writer.h"
@@ -20,60 +21,16 @@ namespace {
 
 constexpr int64_t kChunk = int64_t{1} << 24;  // elements generated per parallel chunk
 
-struct Spec {
-  std::string name;
-  std::vector<int64_t> shape;
-  bool norm = false;  // norm weights: 1 + U(-0.1, 0.1); others: uniform with std 0.02
-};
-
-// The Hugging Face tensors of a Qwen3 / Qwen3-MoE checkpoint with config c.
-std::vector<Spec> qwen3_tensors(const ModelConfig& c) {
-  const int64_t d = c.hidden_size, hd = c.head_dim;
-  std::vector<Spec> t = {{"model.embed_tokens.weight", {c.vocab_size, d}}};
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    t.push_back({p + "input_layernorm.weight", {d}, true});
-    t.push_back({p + "post_attention_layernorm.weight", {d}, true});
-    t.push_back({p + "self_attn.q_proj.weight", {c.n_head * hd, d}});
-    t.push_back({p + "self_attn.k_proj.weight", {c.n_kv_head * hd, d}});
-    t.push_back({p + "self_attn.v_proj.weight", {c.n_kv_head * hd, d}});
-    t.push_back({p + "self_attn.o_proj.weight", {d, c.n_head * hd}});
-    if (c.attention_bias)
-      for (const char* b : {"q", "k", "v"})
-        t.push_back({p + "self_attn." + b + "_proj.bias", {(*b == 'q' ? c.n_head : c.n_kv_head) * hd}});
-    t.push_back({p + "self_attn.q_norm.weight", {hd}, true});
-    t.push_back({p + "self_attn.k_norm.weight", {hd}, true});
-    if (c.is_moe_layer(l)) {
-      t.push_back({p + "mlp.gate.weight", {c.n_expert, d}});
-      for (int64_t e = 0; e < c.n_expert; ++e) {
-        const std::string ep = p + "mlp.experts." + std::to_string(e) + ".";
-        t.push_back({ep + "gate_proj.weight", {c.moe_intermediate_size, d}});
-        t.push_back({ep + "up_proj.weight", {c.moe_intermediate_size, d}});
-        t.push_back({ep + "down_proj.weight", {d, c.moe_intermediate_size}});
-      }
-    } else {
-      t.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, d}});
-      t.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, d}});
-      t.push_back({p + "mlp.down_proj.weight", {d, c.intermediate_size}});
-    }
-  }
-  t.push_back({"model.norm.weight", {d}, true});
-  if (!c.tie_word_embeddings) t.push_back({"lm_head.weight", {c.vocab_size, d}});
-  return t;
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Element i of tensor `id`: a function of (seed, id, i) only, so any thread count gives the same file.
-float random_value(uint64_t seed, uint64_t id, uint64_t i, bool norm) {
-  const uint64_t r = splitmix64(seed * 0x100000001b3ull ^ (id << 40) ^ i);
-  const float u = static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;  // U(-1, 1)
-  return norm ? 1.0f + 0.1f * u : 0.02f * 1.7320508f * u;                     // std 0.02
+// --layers N: num_hidden_layers = N in the text model's config (text_config when nested), layer_types cut to N
+// or repeated cyclically up to N.
+void set_layers(nlohmann::ordered_json& json, int64_t layers) {
+  auto& text = json.contains("text_config") && json["text_config"].is_object() ? json["text_config"] : json;
+  text["num_hidden_layers"] = layers;
+  auto it = text.find("layer_types");
+  if (it == text.end() || !it->is_array() || it->empty()) return;
+  auto types = *it;
+  it->clear();
+  for (int64_t l = 0; l < layers; ++l) it->push_back(types[static_cast<size_t>(l) % types.size()]);
 }
 
 Status make_model(const Args& a) {
@@ -88,17 +45,10 @@ Status make_model(const Args& a) {
   auto json = nlohmann::ordered_json::parse(text.str(), nullptr, false);
   if (json.is_discarded() || !json.is_object()) return corrupt_file(a.str("config") + ": not a JSON object");
   if (layers < 0) return invalid_argument("flag --layers must be >= 0");
-  if (layers > 0) {
-    json["num_hidden_layers"] = layers;
-    if (json.contains("layer_types") && json["layer_types"].is_array() &&
-        static_cast<int64_t>(json["layer_types"].size()) > layers)
-      json["layer_types"].erase(json["layer_types"].begin() + layers, json["layer_types"].end());
-  }
+  if (layers > 0) set_layers(json, layers);
   json["torch_dtype"] = dtype == DType::kBF16 ? "bfloat16" : "float32";
   FT_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(json.dump(), a.str("config")));
-  if (config.architecture != "Qwen3ForCausalLM" && config.architecture != "Qwen3MoeForCausalLM")
-    return unsupported("make-model writes Qwen3ForCausalLM and Qwen3MoeForCausalLM checkpoints, not " +
-                       config.architecture);
+  FT_ASSIGN_OR_RETURN(const std::vector<TensorSpec> specs, checkpoint_tensors(config));
   const std::filesystem::path out = a.str("out");
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
@@ -108,10 +58,9 @@ Status make_model(const Args& a) {
     cfg << json.dump(2) << "\n";
     if (!cfg) return io_error("cannot write " + (out / "config.json").string());
   }
-  const std::vector<Spec> specs = qwen3_tensors(config);
   SafetensorsWriter w((out / "model.safetensors").string());
   size_t total = 0;
-  for (const Spec& s : specs) {
+  for (const TensorSpec& s : specs) {
     FT_RETURN_IF_ERROR(w.add(s.name, dtype, s.shape));
     int64_t n = 1;
     for (int64_t v : s.shape) n *= v;
@@ -130,7 +79,8 @@ Status make_model(const Args& a) {
           len,
           [&](int, int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) {
-              const float v = random_value(static_cast<uint64_t>(seed), id, static_cast<uint64_t>(c0 + i), specs[id].norm);
+              const float v =
+                  random_value(static_cast<uint64_t>(seed), id, static_cast<uint64_t>(c0 + i), specs[id].init);
               if (dtype == DType::kBF16) reinterpret_cast<uint16_t*>(buf.data())[i] = f32_to_bf16(v);
               else reinterpret_cast<float*>(buf.data())[i] = v;
             }
@@ -148,7 +98,8 @@ Status make_model(const Args& a) {
 }  // namespace
 
 int cmd_make_model(int argc, char** argv) {
-  Args a("make-model", "Writes a random checkpoint in Hugging Face format (Qwen3 / Qwen3-MoE), streamed to disk.");
+  Args a("make-model",
+         "Writes a random checkpoint in Hugging Face format (Qwen3, Qwen3-MoE, Qwen3.5/3.6-MoE), streamed to disk.");
   a.required("config", "FILE", "config.json to build the checkpoint for");
   a.required("out", "DIR", "output directory (config.json, model.safetensors)");
   a.flag("seed", "S", "random seed (the same seed writes the same file)", "0");

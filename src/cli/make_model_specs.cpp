@@ -1,0 +1,140 @@
+// Tensor lists of the architectures make-model writes (names and shapes as src/model reads them), and the
+// value distribution of each kind of tensor.
+#include "cli/make_model_specs.h"
+
+#include <cmath>
+
+namespace ft::cli {
+namespace {
+
+using Specs = std::vector<TensorSpec>;
+
+void add_dense_mlp(Specs& t, const std::string& p, int64_t d, int64_t inter) {
+  t.push_back({p + "gate_proj.weight", {inter, d}});
+  t.push_back({p + "up_proj.weight", {inter, d}});
+  t.push_back({p + "down_proj.weight", {d, inter}});
+}
+
+// mlp.gate (router) and mlp.experts.E.{gate,up,down}_proj.
+void add_routed_experts(Specs& t, const std::string& p, const ModelConfig& c) {
+  t.push_back({p + "gate.weight", {c.n_expert, c.hidden_size}});
+  for (int64_t e = 0; e < c.n_expert; ++e)
+    add_dense_mlp(t, p + "experts." + std::to_string(e) + ".", c.hidden_size, c.moe_intermediate_size);
+}
+
+void add_embedding(Specs& t, const ModelConfig& c, const std::string& model) {
+  t.push_back({model + ".embed_tokens.weight", {c.vocab_size, c.hidden_size}});
+}
+
+// Final norm and, unless tied to the embedding, lm_head (always at the top level).
+void add_head(Specs& t, const ModelConfig& c, const std::string& model, Init final_norm) {
+  t.push_back({model + ".norm.weight", {c.hidden_size}, final_norm});
+  if (!c.tie_word_embeddings) t.push_back({"lm_head.weight", {c.vocab_size, c.hidden_size}});
+}
+
+// Qwen3 / Qwen3-MoE: GQA attention with q/k norm, dense or routed MLP per layer.
+Specs qwen3_tensors(const ModelConfig& c) {
+  const int64_t d = c.hidden_size, hd = c.head_dim;
+  Specs t;
+  add_embedding(t, c, "model");
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.push_back({p + "input_layernorm.weight", {d}, Init::kNorm});
+    t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kNorm});
+    t.push_back({p + "self_attn.q_proj.weight", {c.n_head * hd, d}});
+    t.push_back({p + "self_attn.k_proj.weight", {c.n_kv_head * hd, d}});
+    t.push_back({p + "self_attn.v_proj.weight", {c.n_kv_head * hd, d}});
+    t.push_back({p + "self_attn.o_proj.weight", {d, c.n_head * hd}});
+    if (c.attention_bias)
+      for (const char* b : {"q", "k", "v"})
+        t.push_back({p + "self_attn." + b + "_proj.bias", {(*b == 'q' ? c.n_head : c.n_kv_head) * hd}});
+    t.push_back({p + "self_attn.q_norm.weight", {hd}, Init::kNorm});
+    t.push_back({p + "self_attn.k_norm.weight", {hd}, Init::kNorm});
+    if (c.is_moe_layer(l)) add_routed_experts(t, p + "mlp.", c);
+    else add_dense_mlp(t, p + "mlp.", d, c.intermediate_size);
+  }
+  add_head(t, c, "model", Init::kNorm);
+  return t;
+}
+
+// Qwen3.5 / 3.6 MoE: Gated DeltaNet or gated full attention per layer_types, routed experts plus a sigmoid-gated
+// shared expert on every layer; every norm but the gated one of linear attention is zero-centred.
+Result<Specs> qwen3_5_moe_tensors(const ModelConfig& c, const std::string& model) {
+  const int64_t d = c.hidden_size, hd = c.head_dim;
+  const int64_t n_k = c.linear_num_key_heads, n_v = c.linear_num_value_heads;
+  const int64_t key_dim = n_k * c.linear_key_head_dim, value_dim = n_v * c.linear_value_head_dim;
+  if (c.n_expert <= 0 || c.shared_expert_intermediate_size <= 0)
+    return invalid_argument("a Qwen3.5-MoE config needs num_experts and shared_expert_intermediate_size");
+  Specs t;
+  add_embedding(t, c, model);
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = model + ".layers." + std::to_string(l) + ".";
+    const std::string& type = c.layer_types[static_cast<size_t>(l)];
+    t.push_back({p + "input_layernorm.weight", {d}, Init::kZeroNorm});
+    t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kZeroNorm});
+    if (type == "linear_attention") {
+      if (n_k <= 0 || n_v <= 0 || c.linear_key_head_dim <= 0 || c.linear_value_head_dim <= 0 ||
+          c.linear_conv_kernel_dim <= 0)
+        return invalid_argument("a linear_attention layer needs the linear_* head counts, dims and conv kernel");
+      const std::string a = p + "linear_attn.";
+      t.push_back({a + "in_proj_qkv.weight", {2 * key_dim + value_dim, d}});
+      t.push_back({a + "in_proj_z.weight", {value_dim, d}});
+      t.push_back({a + "in_proj_b.weight", {n_v, d}});
+      t.push_back({a + "in_proj_a.weight", {n_v, d}});
+      t.push_back({a + "conv1d.weight", {2 * key_dim + value_dim, 1, c.linear_conv_kernel_dim}});
+      t.push_back({a + "A_log", {n_v}, Init::kALog});
+      t.push_back({a + "dt_bias", {n_v}, Init::kDtBias});
+      t.push_back({a + "norm.weight", {c.linear_value_head_dim}, Init::kNorm});
+      t.push_back({a + "out_proj.weight", {d, value_dim}});
+    } else if (type == "full_attention") {
+      const std::string a = p + "self_attn.";
+      t.push_back({a + "q_proj.weight", {2 * c.n_head * hd, d}});  // query and output gate, interleaved per head
+      t.push_back({a + "k_proj.weight", {c.n_kv_head * hd, d}});
+      t.push_back({a + "v_proj.weight", {c.n_kv_head * hd, d}});
+      t.push_back({a + "o_proj.weight", {d, c.n_head * hd}});
+      t.push_back({a + "q_norm.weight", {hd}, Init::kZeroNorm});
+      t.push_back({a + "k_norm.weight", {hd}, Init::kZeroNorm});
+    } else {
+      return unsupported("layer " + std::to_string(l) + " has type '" + type + "'; make-model writes " +
+                         "linear_attention and full_attention layers");
+    }
+    add_routed_experts(t, p + "mlp.", c);
+    add_dense_mlp(t, p + "mlp.shared_expert.", d, c.shared_expert_intermediate_size);
+    t.push_back({p + "mlp.shared_expert_gate.weight", {1, d}});
+  }
+  add_head(t, c, model, Init::kZeroNorm);
+  return t;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Result<std::vector<TensorSpec>> checkpoint_tensors(const ModelConfig& c) {
+  if (c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM") return qwen3_tensors(c);
+  if (c.architecture == "Qwen3_5MoeForCausalLM") return qwen3_5_moe_tensors(c, "model");
+  // The multimodal layout keeps the text model under model.language_model (no vision tower is written).
+  if (c.architecture == "Qwen3_5MoeForConditionalGeneration") return qwen3_5_moe_tensors(c, "model.language_model");
+  return unsupported("make-model writes Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5MoeForCausalLM and "
+                     "Qwen3_5MoeForConditionalGeneration checkpoints, not " + c.architecture);
+}
+
+float random_value(uint64_t seed, uint64_t id, uint64_t i, Init init) {
+  const uint64_t r = splitmix64(seed * 0x100000001b3ull ^ (id << 40) ^ i);
+  const float u = static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;  // U(-1, 1)
+  switch (init) {
+    case Init::kNorm: return 1.0f + 0.1f * u;
+    case Init::kZeroNorm:
+    case Init::kDtBias: return 0.1f * u;
+    case Init::kALog: return std::log(8.5f + 7.5f * u);  // log U(1, 16)
+    case Init::kWeight: break;
+  }
+  return 0.02f * 1.7320508f * u;  // std 0.02
+}
+
+}  // namespace ft::cli
