@@ -58,14 +58,46 @@ double weight_bytes_per_step(const SafetensorsArchive& ckpt, const ModelConfig& 
   return dense + experts * touched + embed_row * static_cast<double>(batch);
 }
 
+using OpTimes = std::map<std::string, std::pair<int64_t, double>>;  // label -> (calls, ms)
+
+void add_times(OpTimes& into, const std::vector<std::pair<std::string, double>>& ops) {
+  for (const auto& [label, ms] : ops) {
+    into[label].first += 1;
+    into[label].second += ms;
+  }
+}
+
+// Ops by time, per run of `runs`.
+void print_breakdown(const char* what, const OpTimes& times, int runs) {
+  double total_ms = 0;
+  for (const auto& [label, v] : times) total_ms += v.second;
+  std::vector<std::pair<std::string, std::pair<int64_t, double>>> rows(times.begin(), times.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
+  std::printf("per-op breakdown of the %s (eager, CUDA events before every op; ms per run):\n", what);
+  std::printf("  %-36s %8s %10s %7s\n", "op", "calls", "ms", "share");
+  for (const auto& [label, v] : rows)
+    std::printf("  %-36s %8lld %10.4f %6.1f%%\n", label.c_str(), static_cast<long long>(v.first / runs),
+                v.second / runs, 100.0 * v.second / total_ms);
+  std::printf("  %-36s %8s %10.4f\n", "total (profiled)", "", total_ms / runs);
+}
+
 struct Decoder {
   Model& model;
+  Backend& backend;
   KvCache& kv;
   std::vector<SequenceKv> seqs;
   std::mt19937 rng{1};
+  std::vector<float> bias;  // --routing uniform: a fresh random selection bias per step
 
-  // The next decode step: one random token per sequence, its pages reserved.
+  // The next decode step: one random token per sequence, its pages reserved (and, for uniform routing, every MoE
+  // layer's choice redrawn: a bias far larger than the router's scores decides the top-k).
   Result<ForwardBatch> next_step() {
+    if (const Tensor rb = model.routing_bias(); rb.defined()) {
+      bias.resize(static_cast<size_t>(rb.numel()));
+      for (float& v : bias) v = 100.0f * std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+      FT_RETURN_IF_ERROR(backend.copy(Tensor::make(DType::kF32, {rb.numel()}, wrap_host(bias.data(), bias.size() * 4, nullptr)),
+                                      rb.reshape({rb.numel()})));
+    }
     ForwardBatch b;
     for (size_t i = 0; i < seqs.size(); ++i) {
       FT_RETURN_IF_ERROR(seqs[i].reserve(kv.pool(), kv.page_size(), 1));
@@ -98,8 +130,11 @@ Status bench_decode(const Args& a) {
   std::string note;
   const MoeBackend moe = resolve_moe_backend(o.moe, be, &share, &note);
   if (!note.empty()) std::printf("%s\n", note.c_str());
+  const std::string routing = a.str("routing");
+  if (routing != "model" && routing != "uniform") return invalid_argument("flag --routing must be model or uniform");
   ModelOptions mo;
   mo.experts_on_host = moe != MoeBackend::kFused && config.n_expert > 0;
+  mo.routing_bias = routing == "uniform" && config.n_expert > 0;
   mo.act_dtype = o.act_dtype;
   mo.max_tokens = static_cast<int32_t>(std::max(prompt, batch));
   mo.max_seqs = static_cast<int32_t>(batch);
@@ -108,8 +143,9 @@ Status bench_decode(const Args& a) {
   mo.show_progress = o.show_progress;
   FT_ASSIGN_OR_RETURN(auto model, load_model(o.model_dir, be, mo));
   FT_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(be, model->kv_layers(), o.act_dtype,
-                                                  mo.max_pages_per_seq * mo.max_seqs, o.page_size));
-  FT_ASSIGN_OR_RETURN(Tensor logits, be.empty(DType::kF32, {mo.max_tokens, config.vocab_size}));
+                                                  mo.max_pages_per_seq * mo.max_seqs, o.page_size,
+                                                  model->state_layers(), mo.max_seqs));
+  FT_ASSIGN_OR_RETURN(Tensor logits, be.empty(DType::kF32, {batch, config.vocab_size}));  // one row per sequence
   FT_ASSIGN_OR_RETURN(double bandwidth, copy_bandwidth(be));
   std::unique_ptr<ExpertCache> experts;
   std::unique_ptr<ShareTuner> tuner;
@@ -122,6 +158,7 @@ Status bench_decode(const Args& a) {
     }
     mp.weights = model->weight_bytes();
     mp.workspace = model->workspace_bytes() + logits.nbytes();
+    mp.state_bytes = StatePool::slot_bytes(model->state_layers()) * static_cast<uint64_t>(batch);
     mp.page_bytes = KvCache::page_bytes(model->kv_layers(), o.act_dtype, o.page_size);
     mp.page_size = o.page_size;
     mp.min_pages = static_cast<int64_t>(mo.max_pages_per_seq) * batch;
@@ -148,16 +185,25 @@ Status bench_decode(const Args& a) {
     return t;
   };
 
-  Decoder dec{*model, kv, std::vector<SequenceKv>(static_cast<size_t>(batch))};
+  Decoder dec{*model, be, kv, std::vector<SequenceKv>(static_cast<size_t>(batch))};
+  const bool profile = a.on("profile") && !be.device().is_cpu();
   const auto prefill_t0 = Clock::now();
-  for (auto& s : dec.seqs) {  // prefill: one random prompt per sequence
+  OpTimes prefill_ops;
+  for (auto& s : dec.seqs) {  // prefill: one random prompt per sequence (the last one profiled with --profile)
     ForwardBatch b;
     FT_RETURN_IF_ERROR(s.reserve(kv.pool(), kv.page_size(), static_cast<int32_t>(prompt)));
+    if (!model->state_layers().empty()) FT_RETURN_IF_ERROR(s.acquire_state(kv.states()));
     std::vector<int32_t> ids(static_cast<size_t>(prompt));
     for (auto& id : ids) id = static_cast<int32_t>(dec.rng() % static_cast<uint32_t>(config.vocab_size));
     b.add_sequence(ids, s, kv.page_size());
     b.logit_rows = {static_cast<int32_t>(prompt - 1)};
+    const bool profiled = profile && &s == &dec.seqs.back();
+    if (profiled) FT_RETURN_IF_ERROR(be.start());
     FT_RETURN_IF_ERROR(model->forward(b, kv, logits));
+    if (profiled) {
+      FT_ASSIGN_OR_RETURN(auto ops, be.stop());
+      add_times(prefill_ops, ops);
+    }
     s.advance(static_cast<int32_t>(prompt));
   }
   const double prefill_s = seconds_since(prefill_t0) / static_cast<double>(batch);
@@ -171,14 +217,16 @@ Status bench_decode(const Args& a) {
     return seconds_since(t0);
   };
   FT_RETURN_IF_ERROR(eager_steps(warmup).status());
+  FT_ASSIGN_OR_RETURN(ExpertLayerStats before, expert_totals());
   FT_ASSIGN_OR_RETURN(double eager_s, eager_steps(tokens));
+  FT_ASSIGN_OR_RETURN(ExpertLayerStats after, expert_totals());  // replaced by the graph steps' when they run
 
   // One graph for this batch size, captured once and replayed every step after staging its metadata.
   double graph_s = 0;
   std::string bitwise = "n/a";
-  ExpertLayerStats before, after;  // expert cache counters around the timed graph steps
   FT_ASSIGN_OR_RETURN(ForwardBatch first, dec.next_step());
   FT_RETURN_IF_ERROR(model->stage(first, kv));
+  uint64_t epoch = model->graph_epoch();
   auto graph = be.capture([&] { return model->run_staged(kv, logits); });
   if (graph.ok()) {
     // The same staged step eagerly, then replayed: kv_store rewrites the same slots, so both must agree bit
@@ -202,10 +250,17 @@ Status bench_decode(const Args& a) {
       const auto step_t0 = Clock::now();
       FT_ASSIGN_OR_RETURN(ForwardBatch b, dec.next_step());
       FT_RETURN_IF_ERROR(model->stage(b, kv));
+      if (model->graph_epoch() != epoch) {  // hybrid switched paths: capture the step again
+        epoch = model->graph_epoch();
+        graph = be.capture([&] { return model->run_staged(kv, logits); });
+        FT_RETURN_IF_ERROR(graph.status());
+      }
       FT_RETURN_IF_ERROR((*graph)->launch());
       FT_RETURN_IF_ERROR(be.stream().synchronize());
       dec.advance();
-      if (tuner && tuner->observe(1e3 * seconds_since(step_t0))) FT_RETURN_IF_ERROR(experts->set_fetch_share(tuner->share()));
+      if (tuner && tuner->observe(1e3 * seconds_since(step_t0))) {
+        FT_RETURN_IF_ERROR(experts->set_fetch_share(tuner->share()));
+      }
     }
     graph_s = seconds_since(t0);
     FT_ASSIGN_OR_RETURN(after, expert_totals());
@@ -240,7 +295,7 @@ Status bench_decode(const Args& a) {
               static_cast<double>(batch) * bandwidth / step_bytes, 100.0 * step_bytes * steps_per_s / bandwidth);
   std::printf("prefill: %lld tokens in %.3f s = %.1f tok/s per sequence\n", static_cast<long long>(prompt), prefill_s,
               static_cast<double>(prompt) / prefill_s);
-  if (experts && graph_s > 0) {
+  if (experts) {
     const ExpertStore& store = *model->expert_store();
     const double steps = static_cast<double>(tokens), record = static_cast<double>(store.record_bytes());
     const double lookups = static_cast<double>((after.hits - before.hits) + (after.fetched - before.fetched) +
@@ -249,7 +304,7 @@ Status bench_decode(const Args& a) {
     const double on_cpu = static_cast<double>(after.cpu - before.cpu) / steps;
     const double hbm_s = step_bytes / bandwidth, pcie_s = fetched * record / (pcie * 1e9),
                  cpu_s = on_cpu * record / (cpu_bw * 1e9);
-    const double bound_s = hbm_s + pcie_s + cpu_s, step_s = graph_s / steps;
+    const double bound_s = hbm_s + pcie_s + cpu_s, step_s = best_s / steps;
     std::printf("  experts per step: %.1f distinct; miss rate %.1f%%; fetched %.1f (%.3f GB over PCIe), on the CPU "
                 "%.1f; fetch share %.2f\n",
                 lookups / steps, 100.0 * (fetched + on_cpu) * steps / std::max(lookups, 1.0), fetched,
@@ -262,12 +317,12 @@ Status bench_decode(const Args& a) {
                 prefill_s / (static_cast<double>(store.bytes()) / (pcie * 1e9)));
     FT_RETURN_IF_ERROR(experts->cpu_status());
   }
-  if (!a.on("profile") || be.device().is_cpu()) return ok_status();
+  if (!profile) return ok_status();
+  print_breakdown("prefill of one sequence", prefill_ops, 1);
 
   // Per-op breakdown over eager steps, every op bracketed by stream marks.
   constexpr int kProfileSteps = 5;
-  std::map<std::string, std::pair<int64_t, double>> by_label;  // label -> (calls, ms)
-  double total_ms = 0;
+  OpTimes decode_ops;
   for (int i = 0; i < kProfileSteps; ++i) {
     FT_ASSIGN_OR_RETURN(ForwardBatch b, dec.next_step());
     FT_RETURN_IF_ERROR(model->stage(b, kv));
@@ -276,20 +331,9 @@ Status bench_decode(const Args& a) {
     FT_RETURN_IF_ERROR(model->run_staged(kv, logits));
     FT_ASSIGN_OR_RETURN(auto ops, be.stop());
     dec.advance();
-    for (const auto& [label, ms] : ops) {
-      by_label[label].first += 1;
-      by_label[label].second += ms;
-      total_ms += ms;
-    }
+    add_times(decode_ops, ops);
   }
-  std::vector<std::pair<std::string, std::pair<int64_t, double>>> rows(by_label.begin(), by_label.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.second > y.second.second; });
-  std::printf("per-op breakdown (eager, CUDA events before every op; ms per step):\n");
-  std::printf("  %-36s %8s %10s %7s\n", "op", "calls", "ms", "share");
-  for (const auto& [label, v] : rows)
-    std::printf("  %-36s %8lld %10.4f %6.1f%%\n", label.c_str(), static_cast<long long>(v.first / kProfileSteps),
-                v.second / kProfileSteps, 100.0 * v.second / total_ms);
-  std::printf("  %-36s %8s %10.4f\n", "total (eager step, profiled)", "", total_ms / kProfileSteps);
+  print_breakdown("eager decode step", decode_ops, kProfileSteps);
   return ok_status();
 }
 
@@ -359,6 +403,8 @@ int cmd_bench(int argc, char** argv) {
   a.flag("prompt", "N", "prompt tokens prefilled per sequence first", "32");
   a.flag("profile", "", "also print a per-op breakdown of an eager step");
   a.flag("memory-budget", "SIZE", "device memory the plan may use, e.g. 8G (sizes the expert cache)");
+  a.flag("routing", "MODE", "model (the router's choice) or uniform (k random experts per layer and step: no locality, "
+                            "the expert cache's worst case)", "model");
   Status st = a.parse(argc - 1, argv + 1);
   if (st.ok()) st = bench_decode(a);
   return st.ok() ? 0 : report_error("bench", st);

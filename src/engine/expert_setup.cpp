@@ -7,10 +7,14 @@ namespace ft {
 
 MoeBackend resolve_moe_backend(const MoeOptions& o, const Backend& device, double* share, std::string* note) {
   *share = 0.5;
-  if (o.backend != MoeBackend::kAuto) return o.backend;
-  if (device.device().is_cpu()) return MoeBackend::kFused;
+  if (o.backend != MoeBackend::kAuto && o.backend != MoeBackend::kHybrid) return o.backend;
+  if (o.backend == MoeBackend::kAuto && device.device().is_cpu()) return MoeBackend::kFused;
   const std::string path = o.profile_path.empty() ? default_profile_path() : o.profile_path;
   auto profile = load_profile(path);
+  if (o.backend == MoeBackend::kHybrid) {  // start from the balanced share when the machine was profiled
+    if (profile.ok()) *share = balanced_fetch_share(*profile);
+    return o.backend;
+  }
   if (!profile.ok()) {
     *note = "moe backend auto: " + profile.status().message() + "; using offload";
     return MoeBackend::kOffload;
@@ -31,7 +35,6 @@ ExpertCacheOptions expert_cache_options(const Model& model, MoeBackend backend, 
   // Every decode batch a graph is captured for takes the slot path (a streamed step's buffer choice is host state).
   c.slot_path_max_tokens = std::max<int64_t>(16, mo.max_seqs);
   c.fetch_share = share;
-  c.act_dtype = mo.act_dtype;
   c.cpu_threads = cpu_threads;
   return c;
 }
@@ -42,8 +45,9 @@ void add_expert_plan(MemoryPlanInput& in, const Model& model, const ExpertCacheO
   in.expert_slot_bytes = ExpertCache::slot_bytes(store->shape());
   in.expert_cache_fixed = ExpertCache::fixed_bytes(store->shape(), cache);
   in.expert_keys = store->n_keys();
-  in.min_expert_slots =
-      std::min(store->n_keys(), std::min(cache.slot_path_max_tokens, cache.max_tokens) * cache.n_expert_used);
+  // Decode steps of every running sequence must fit the slots (their graphs take the slot path); larger steps
+  // fall back to streaming when the slots are few.
+  in.min_expert_slots = std::min(store->n_keys(), static_cast<int64_t>(model.options().max_seqs) * cache.n_expert_used);
   in.expert_slots = o.cache_size;
   in.expert_rate = o.cache_rate;
   in.kv_reserve_pages = (o.kv_reserve_tokens + in.page_size - 1) / in.page_size;

@@ -21,7 +21,7 @@ struct MoeOptions {
 };
 
 // The backend a model is loaded for: auto resolved from the bandwidth profile (offload without one); `share`
-// gets hybrid's starting share of fetched misses. Host devices hold every expert already: fused there unless
+// gets hybrid's starting share of fetched misses (balanced by the profile, 0.5 without one). Host devices hold every expert already: fused there unless
 // asked for explicitly (tests run the cache paths on the CPU).
 MoeBackend resolve_moe_backend(const MoeOptions& o, const Backend& device, double* share, std::string* note);
 

@@ -51,6 +51,10 @@ Status GraphRunner::run(const ForwardBatch& batch, const Tensor& logits) {
   if (logits_data_ && logits_data_ != logits.data())
     return invalid_argument("GraphRunner::run: graphs were captured with another logits tensor");
   logits_data_ = logits.data();
+  if (model_.graph_epoch() != epoch_) {  // the model's step changed shape: recapture
+    graphs_.clear();
+    epoch_ = model_.graph_epoch();
+  }
   const int32_t size = padded_size(batch.n_seq());
   pad(batch, size);
   FT_RETURN_IF_ERROR(model_.stage(padded_, kv_));

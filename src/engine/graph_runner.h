@@ -43,6 +43,7 @@ class GraphRunner {
   int32_t scratch_page_;
   std::map<int32_t, std::unique_ptr<StreamGraph>> graphs_;  // by padded batch size
   const void* logits_data_ = nullptr;                        // the logits every graph writes
+  uint64_t epoch_ = 0;                                       // the model's graph_epoch() they were captured in
   ForwardBatch padded_;
 };
 

@@ -23,7 +23,7 @@ Status CausalLm::load_common(WeightLoader& w, const std::string& prefix) {
 void CausalLm::plan(Arena& a) {
   const auto& c = config_;
   const int64_t T = options_.max_tokens, S = options_.max_seqs, P = options_.max_pages_per_seq;
-  const DType act = options_.act_dtype;
+  const DType act = options_.act_dtype, hidden = hidden_dtype();
   tokens_ = a.take(DType::kI32, {T});
   positions_ = a.take(DType::kI32, {T});
   slots_ = a.take(DType::kI32, {T});
@@ -32,30 +32,30 @@ void CausalLm::plan(Arena& a) {
   kv_len_ = a.take(DType::kI32, {S});
   page_table_ = a.take(DType::kI32, {S, P});
   state_slots_ = a.take(DType::kI32, {S});
-  x_ = a.take(act, {T, c.hidden_size});
-  h_ = a.take(act, {T, c.hidden_size});
-  h2_ = a.take(act, {T, c.hidden_size});
+  x_ = a.take(hidden, {T, c.hidden_size});
+  h_ = a.take(hidden, {T, c.hidden_size});
+  h2_ = a.take(hidden, {T, c.hidden_size});
   final_rows_ = a.take(act, {T, c.hidden_size});
   const int64_t inter = max_intermediate(), k = std::max<int64_t>(1, c.n_expert_used);
   scratch_.qkv = a.take(act, {T, qkv_width()});
   scratch_.attn = a.take(act, {T, c.n_head * c.head_dim});
-  scratch_.gate_up = a.take(act, {T, 2 * inter});
-  scratch_.act = a.take(act, {T, inter});
+  scratch_.gate_up = a.take(hidden, {T, 2 * inter});
+  scratch_.act = a.take(hidden, {T, inter});
   scratch_.router = a.take(DType::kF32, {T, std::max<int64_t>(1, c.n_expert)});
   scratch_.topk_ids = a.take(DType::kI32, {T, k});
   scratch_.topk_w = a.take(DType::kF32, {T, k});
   const size_t moe_ws = c.n_expert ? backend_.ops().moe_workspace_bytes(T, k, c.hidden_size, inter) : 0;
   scratch_.moe_ws = a.take_bytes(std::max<size_t>(moe_ws, 1));
   if (c.shared_expert_intermediate_size > 0) {
-    scratch_.shared = a.take(act, {T, c.hidden_size});
-    scratch_.shared_gate = a.take(act, {T, 1});
+    scratch_.shared = a.take(hidden, {T, c.hidden_size});
+    scratch_.shared_gate = a.take(hidden, {T, 1});
   }
   const int64_t key_dim = c.linear_num_key_heads * c.linear_key_head_dim;
   const int64_t value_dim = c.linear_num_value_heads * c.linear_value_head_dim;
   if (value_dim > 0) {
-    scratch_.linear_proj = a.take(act, {T, 2 * key_dim + 2 * value_dim + 2 * c.linear_num_value_heads});
-    scratch_.linear_conv = a.take(act, {T, 2 * key_dim + value_dim});
-    scratch_.linear_out = a.take(act, {T, value_dim});
+    scratch_.linear_proj = a.take(hidden, {T, 2 * key_dim + 2 * value_dim + 2 * c.linear_num_value_heads});
+    scratch_.linear_conv = a.take(hidden, {T, 2 * key_dim + value_dim});
+    scratch_.linear_out = a.take(hidden, {T, value_dim});
   }
 }
 
@@ -75,18 +75,32 @@ Status CausalLm::plan_workspace() {
 
 Result<MoeBlock> CausalLm::load_moe(WeightLoader& w, const std::string& prefix) {
   const auto& c = config_;
+  int64_t n_moe_layers = 0;
+  for (int64_t l = 0; l < c.n_layer; ++l) n_moe_layers += c.is_moe_layer(l);
+  if (options_.routing_bias && !routing_bias_.defined()) {
+    FT_ASSIGN_OR_RETURN(routing_bias_, backend_.empty(DType::kF32, {n_moe_layers, c.n_expert}));
+  }
+  const int64_t index = moe_blocks_loaded_++;
+  FT_ASSIGN_OR_RETURN(MoeBlock block, load_moe_block(w, prefix, n_moe_layers, index));
+  if (routing_bias_.defined()) block.selection_bias = routing_bias_.select(0, index);
+  return block;
+}
+
+Result<MoeBlock> CausalLm::load_moe_block(WeightLoader& w, const std::string& prefix, int64_t n_moe_layers,
+                                          int64_t index) {
+  const auto& c = config_;
   if (!options_.experts_on_host) return MoeBlock::load(w, prefix, c);
   if (!expert_store_) {
     ExpertShape shape;
-    for (int64_t l = 0; l < c.n_layer; ++l) shape.n_layers += c.is_moe_layer(l);
+    shape.n_layers = n_moe_layers;
     shape.n_expert = c.n_expert;
     shape.d = c.hidden_size;
     shape.inter = c.moe_intermediate_size;
     FT_ASSIGN_OR_RETURN(shape.dtype, w.expert_dtype(prefix + ".experts"));
     FT_ASSIGN_OR_RETURN(expert_store_, ExpertStore::create(shape));
   }
-  if (moe_layers_loaded_ >= expert_store_->shape().n_layers) return internal_error("more MoE layers than the config has");
-  return MoeBlock::load(w, prefix, c, expert_store_.get(), moe_layers_loaded_++);
+  if (index >= n_moe_layers) return internal_error("more MoE layers than the config has");
+  return MoeBlock::load(w, prefix, c, expert_store_.get(), index);
 }
 
 Result<Tensor> CausalLm::upload_f32(const std::vector<float>& values) {

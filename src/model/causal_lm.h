@@ -20,6 +20,8 @@ class CausalLm : public Model {
   size_t workspace_bytes() const override { return workspace_ ? workspace_->size() : 0; }
   ExpertStore* expert_store() override { return expert_store_.get(); }
   void set_expert_cache(ExpertCache* cache) override { expert_cache_ = cache; }
+  Tensor routing_bias() const override { return routing_bias_; }
+  uint64_t graph_epoch() const override { return expert_cache_ ? expert_cache_->epoch() : 0; }
 
  protected:
   CausalLm(ModelConfig config, ModelOptions options, Backend& backend)
@@ -37,6 +39,10 @@ class CausalLm : public Model {
   // The routed experts of the next MoE layer: onto the backend, or into the host expert store (created on the
   // first call) when options_.experts_on_host.
   Result<MoeBlock> load_moe(WeightLoader& w, const std::string& prefix);
+  Result<MoeBlock> load_moe_block(WeightLoader& w, const std::string& prefix, int64_t n_moe_layers, int64_t index);
+  // The dtype of the residual stream, the layers' inputs and outputs, the MLP and linear-attention activations;
+  // attention's q/k/v, its output and the KV cache stay in options_.act_dtype.
+  virtual DType hidden_dtype() const { return options_.act_dtype; }
   // Uploads inv_freq to the backend (shared by all layers).
   Result<Tensor> upload_f32(const std::vector<float>& values);
 
@@ -55,7 +61,8 @@ class CausalLm : public Model {
   Tensor lm_head_;     // [vocab, d]
   std::shared_ptr<Buffer> workspace_;
   std::unique_ptr<ExpertStore> expert_store_;
-  int64_t moe_layers_loaded_ = 0;
+  int64_t moe_blocks_loaded_ = 0;
+  Tensor routing_bias_;  // [n_moe_layers, n_expert] f32 (ModelOptions::routing_bias)
   ExpertCache* expert_cache_ = nullptr;
   // Step inputs at fixed addresses, sized for the largest step.
   Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_, state_slots_;  // i32

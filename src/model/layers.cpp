@@ -114,7 +114,7 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Ten
   const Tensor ids = rows(s.topk_ids, n).slice(1, 0, k);                 // [n, k] i32
   const Tensor weights = rows(s.topk_w, n).slice(1, 0, k);               // [n, k] f32
   FT_RETURN_IF_ERROR(router.forward(c, x, logits));
-  FT_RETURN_IF_ERROR(c.ops.moe_route(logits, Tensor{}, ids, weights, route, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.moe_route(logits, selection_bias, ids, weights, route, c.stream));
   if (moe_layer < 0) {
     FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
   } else if (c.experts) {

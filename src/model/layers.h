@@ -95,6 +95,7 @@ struct MoeBlock {
   Tensor down;     // [n_expert, d, inter]
   int64_t moe_layer = -1;  // the store's layer index when they do
   MoeRouteParams route;
+  Tensor selection_bias;  // [n_expert] f32 or undefined: added to the scores for the top-k choice only
   bool has_shared = false;
   DenseMlp shared;     // inter = shared_expert_intermediate_size
   Linear shared_gate;  // [1, d]

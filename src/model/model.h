@@ -21,6 +21,7 @@ struct ModelOptions {
   int32_t page_size = 16;
   bool show_progress = true;      // a progress bar while loading, on a terminal
   bool experts_on_host = false;   // routed experts into a host ExpertStore (an ExpertCache computes them)
+  bool routing_bias = false;      // a selection bias per MoE layer the caller sets (benchmarks: uniform routing)
 };
 
 class Model {
@@ -45,6 +46,12 @@ class Model {
   // what computes them before the first forward.
   virtual ExpertStore* expert_store() { return nullptr; }
   virtual void set_expert_cache(ExpertCache*) {}
+  // With ModelOptions::routing_bias: [n_moe_layers, n_expert] f32 on the backend, added to the router scores for the
+  // top-k choice only (the weights stay the router's); zero until the caller writes it. Else undefined.
+  virtual Tensor routing_bias() const { return {}; }
+  // Changes when run_staged() would enqueue differently shaped work (the expert cache switching paths): graphs
+  // captured under an older epoch must be captured again.
+  virtual uint64_t graph_epoch() const { return 0; }
   // Bytes of weights on the backend and of the planned activation workspace, for the memory plan.
   virtual size_t weight_bytes() const = 0;
   virtual size_t workspace_bytes() const = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <thread>
 
 namespace ft {
 namespace {
@@ -11,8 +12,6 @@ namespace {
 std::mutex g_cpu_status_mutex;  // CPU jobs run on driver threads
 
 Tensor rows(const Tensor& t, int64_t n) { return t.slice(0, 0, n); }
-
-size_t act_bytes(DType act) { return dtype_bytes(act, 1); }
 
 // Steps of at most this many tokens take the slot path (one step's n k distinct experts must fit the slots).
 int64_t slot_tokens(const ExpertCacheOptions& o) {
@@ -37,13 +36,12 @@ uint64_t ExpertCache::slot_bytes(const ExpertShape& s) {
 uint64_t ExpertCache::fixed_bytes(const ExpertShape& s, const ExpertCacheOptions& o) {
   const uint64_t keys = static_cast<uint64_t>(s.n_layers * s.n_expert), k = static_cast<uint64_t>(o.n_expert_used);
   const uint64_t tokens = static_cast<uint64_t>(std::min(o.slot_path_max_tokens, o.max_tokens));
-  const uint64_t act = act_bytes(o.act_dtype), d = static_cast<uint64_t>(s.d);
+  const uint64_t d = static_cast<uint64_t>(s.d);
   uint64_t b = keys * 12 + static_cast<uint64_t>(s.n_layers) * 24 + tokens * k * 12 + 4096;
-  if (has_cpu_side(o)) b += tokens * d * act;
   const bool may_stream = o.max_tokens > std::min<int64_t>(o.slot_path_max_tokens, s.n_layers * s.n_expert / std::max<int64_t>(o.n_expert_used, 1));
   if (may_stream)
     b += 2 * static_cast<uint64_t>(chunk_experts(s, o)) * (slot_bytes(s) - 12) +
-         static_cast<uint64_t>(o.max_tokens) * (k * 4 + d * act);
+         static_cast<uint64_t>(o.max_tokens) * (k * 4 + d * 4);
   return b;
 }
 
@@ -71,8 +69,7 @@ Status ExpertCache::allocate() {
   const ExpertShape& sh = store_.shape();
   const int64_t S = slot_tokens(options_), k = options_.n_expert_used, R = static_cast<int64_t>(store_.record_bytes());
   const int64_t n_slots = options_.n_slots, n_keys = store_.n_keys();
-  ops_ = &device_.ops();
-  if (!ops_->moe_cache_lookup || !ops_->moe_cache_fill || !ops_->moe_chunk_ids)
+  if (!ops().moe_cache_lookup || !ops().moe_cache_fill || !ops().moe_chunk_ids)
     return unsupported(std::string("expert cache: the ") + device_.name() + " backend has no expert cache ops");
   auto take = [&](DType dt, std::initializer_list<int64_t> shape) { return device_.empty(dt, shape); };
   FT_ASSIGN_OR_RETURN(pool_, take(DType::kU8, {n_slots, R}));
@@ -97,13 +94,14 @@ Status ExpertCache::allocate() {
   };
   if (has_cpu_side(options_)) {
     BackendOptions bo;
-    bo.n_threads = options_.cpu_threads;
+    // Leave a core to the driver thread that runs the jobs' callbacks and one to the thread waiting on the device.
+    bo.n_threads = options_.cpu_threads > 0 ? options_.cpu_threads
+                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 2);
     FT_ASSIGN_OR_RETURN(cpu_, create_backend("cpu", bo));
     FT_RETURN_IF_ERROR(mapped(DType::kI32, S, k, cpu_ids_host_, cpu_ids_dev_));
     FT_RETURN_IF_ERROR(mapped(DType::kF32, S, sh.d, x_host_, x_dev_));
     FT_RETURN_IF_ERROR(mapped(DType::kF32, S, k, w_host_, w_dev_));
     FT_RETURN_IF_ERROR(mapped(DType::kF32, S, sh.d, y_host_, y_dev_));
-    FT_ASSIGN_OR_RETURN(y_act_, take(options_.act_dtype, {std::max<int64_t>(S, 1), sh.d}));
     const size_t ws = cpu_->ops().moe_workspace_bytes(std::max<int64_t>(S, 1), k, sh.d, sh.inter);
     FT_ASSIGN_OR_RETURN(cpu_ws_, Tensor::host(DType::kU8, {static_cast<int64_t>(ws)}));
   } else {
@@ -115,7 +113,7 @@ Status ExpertCache::allocate() {
       FT_ASSIGN_OR_RETURN(buf, take(DType::kU8, {C, R}));
     }
     FT_ASSIGN_OR_RETURN(chunk_ids_, take(DType::kI32, {options_.max_tokens, k}));
-    FT_ASSIGN_OR_RETURN(chunk_out_, take(options_.act_dtype, {options_.max_tokens, sh.d}));
+    FT_ASSIGN_OR_RETURN(chunk_out_, take(DType::kF32, {options_.max_tokens, sh.d}));  // summed into any out dtype
   }
   return ok_status();
 }
@@ -149,12 +147,14 @@ Status ExpertCache::preload() {
   FT_RETURN_IF_ERROR(device_.copy(lru, tables_.lru));
   FT_ASSIGN_OR_RETURN(Tensor dev_fills, device_.empty(DType::kI32, {1 + n_fill}));
   FT_RETURN_IF_ERROR(device_.copy(fills, dev_fills));
-  FT_RETURN_IF_ERROR(ops_->moe_cache_fill(store_.device_records(), pool_, dev_fills, tables_.key_of, device_.stream()));
+  FT_RETURN_IF_ERROR(ops().moe_cache_fill(store_.device_records(), pool_, dev_fills, tables_.key_of, device_.stream()));
   return device_.stream().synchronize();
 }
 
 Status ExpertCache::set_fetch_share(double share) {
+  const bool had_cpu_path = cpu_path_active();
   share_ = std::clamp(share, 0.0, 1.0);
+  if (cpu_path_active() != had_cpu_path) ++epoch_;
   float v = static_cast<float>(share_);
   const Tensor host = Tensor::make(DType::kF32, {1}, wrap_host(&v, sizeof v, nullptr));
   FT_RETURN_IF_ERROR(device_.copy(host, tables_.share));
@@ -175,12 +175,13 @@ Status ExpertCache::forward_slots(Stream& s, int64_t layer, const Tensor& x, con
   const int64_t n = x.dim(0), k = ids.dim(1);
   const Tensor slot_ids = rows(slot_ids_, n), cpu_ids = rows(cpu_ids_dev_, n);
   const Tensor fills = fills_.slice(0, 0, 1 + n * k);
-  FT_RETURN_IF_ERROR(ops_->moe_cache_lookup(ids, tables_, slot_ids, cpu_ids, fills,
+  FT_RETURN_IF_ERROR(ops().moe_cache_lookup(ids, tables_, slot_ids, cpu_ids, fills,
                                             {layer, store_.shape().n_expert}, s));
-  const bool cpu_side = has_cpu_side(options_);
+  // Hybrid settled on fetching everything runs exactly the offload path (no CPU job, no host node).
+  const bool cpu_side = cpu_path_active();
   if (cpu_side) {  // the CPU's share runs on a driver thread while the device fetches and computes its own
-    FT_RETURN_IF_ERROR(ops_->convert(x, rows(x_dev_, n), s));
-    FT_RETURN_IF_ERROR(ops_->convert(weights, rows(w_dev_, n), s));
+    FT_RETURN_IF_ERROR(ops().convert(x, rows(x_dev_, n), s));
+    FT_RETURN_IF_ERROR(ops().convert(weights, rows(w_dev_, n), s));
     FT_ASSIGN_OR_RETURN(auto inputs_ready, device_.record(s));
     FT_RETURN_IF_ERROR(device_.wait(*side_, *inputs_ready));
     CpuJob*& job = job_of_[{layer, n}];
@@ -188,15 +189,13 @@ Status ExpertCache::forward_slots(Stream& s, int64_t layer, const Tensor& x, con
     FT_RETURN_IF_ERROR(device_.launch_host(*side_, &ExpertCache::run_cpu_job, job));
   }
   if (options_.backend != MoeBackend::kCpu)
-    FT_RETURN_IF_ERROR(ops_->moe_cache_fill(store_.device_records(), pool_, fills, tables_.key_of, s));
-  FT_RETURN_IF_ERROR(ops_->moe_experts(x, slot_ids, weights, store_.gate_up_view(pool_, 0, options_.n_slots),
+    FT_RETURN_IF_ERROR(ops().moe_cache_fill(store_.device_records(), pool_, fills, tables_.key_of, s));
+  FT_RETURN_IF_ERROR(ops().moe_experts(x, slot_ids, weights, store_.gate_up_view(pool_, 0, options_.n_slots),
                                        store_.down_view(pool_, 0, options_.n_slots), out, workspace, s));
   if (!cpu_side) return ok_status();
   FT_ASSIGN_OR_RETURN(auto cpu_done, device_.record(*side_));
   FT_RETURN_IF_ERROR(device_.wait(s, *cpu_done));
-  const Tensor y = rows(y_act_, n);
-  FT_RETURN_IF_ERROR(ops_->convert(rows(y_dev_, n), y, s));
-  return ops_->add(out, y, out, s);
+  return ops().add(out, rows(y_dev_, n), out, s);  // the CPU's f32 sum, read over PCIe
 }
 
 void ExpertCache::run_cpu_job(void* p) {
@@ -205,6 +204,12 @@ void ExpertCache::run_cpu_job(void* p) {
 }
 
 void ExpertCache::compute_on_cpu(int64_t layer, int64_t n) {
+  const int32_t* ids = cpu_ids_host_.ptr<const int32_t>();
+  const int64_t k = cpu_ids_host_.dim(1);
+  if (std::all_of(ids, ids + n * k, [](int32_t e) { return e < 0; })) {  // nothing left to the CPU this time
+    std::fill_n(y_host_.ptr<float>(), n * y_host_.dim(1), 0.0f);
+    return;
+  }
   const Status st = cpu_->ops().moe_experts(rows(x_host_, n), rows(cpu_ids_host_, n), rows(w_host_, n),
                                             store_.gate_up(layer), store_.down(layer), rows(y_host_, n), cpu_ws_,
                                             cpu_->stream());
@@ -248,11 +253,11 @@ Status ExpertCache::forward_streamed(Stream& s, int64_t layer, const Tensor& x, 
     if (buf_chunk_[0] != next && buf_chunk_[1] != next) FT_RETURN_IF_ERROR(issue_chunk_copy(next, 1 - b));
     FT_RETURN_IF_ERROR(device_.wait(s, *buf_ready_[b]));
     const int64_t first = c * C, count = std::min(C, sh.n_expert - first);
-    FT_RETURN_IF_ERROR(ops_->moe_chunk_ids(ids, first, count, local_ids, s));
+    FT_RETURN_IF_ERROR(ops().moe_chunk_ids(ids, first, count, local_ids, s));
     const Tensor dst = c == 0 ? out : rows(chunk_out_, n);
-    FT_RETURN_IF_ERROR(ops_->moe_experts(x, local_ids, weights, store_.gate_up_view(stream_buf_[b], 0, count),
+    FT_RETURN_IF_ERROR(ops().moe_experts(x, local_ids, weights, store_.gate_up_view(stream_buf_[b], 0, count),
                                          store_.down_view(stream_buf_[b], 0, count), dst, workspace, s));
-    if (c > 0) FT_RETURN_IF_ERROR(ops_->add(out, dst, out, s));
+    if (c > 0) FT_RETURN_IF_ERROR(ops().add(out, dst, out, s));
     FT_ASSIGN_OR_RETURN(buf_free_[b], device_.record(s));
     last_buf_ = b;
   }

@@ -25,7 +25,6 @@ struct ExpertCacheOptions {
   int64_t slot_path_max_tokens = 16;   // larger steps stream whole layers
   int64_t stream_chunk_experts = 16;   // experts per streaming buffer
   double fetch_share = 0.5;            // hybrid's initial share of misses fetched
-  DType act_dtype = DType::kBF16;
   int cpu_threads = 0;                 // the CPU expert pool (0: one per core)
 };
 
@@ -55,6 +54,9 @@ class ExpertCache {
   // The share of misses fetched (hybrid); set between steps.
   Status set_fetch_share(double share);
   double fetch_share() const { return share_; }
+  // Changes whenever the work forward() enqueues changes shape (hybrid entering or leaving share 1, where the CPU
+  // path drops out): stream graphs captured before must be captured again.
+  uint64_t epoch() const { return epoch_; }
   // Counters since creation, per MoE layer (waits for the device).
   Result<std::vector<ExpertLayerStats>> stats();
   // Bytes copied host -> device so far: fetched records plus streamed layers.
@@ -83,8 +85,14 @@ class ExpertCache {
   Backend& device_;
   ExpertStore& store_;
   ExpertCacheOptions options_;
+  bool cpu_path_active() const {
+    return options_.backend == MoeBackend::kCpu || (options_.backend == MoeBackend::kHybrid && share_ < 1.0);
+  }
+
   double share_ = 1.0;
-  const OpTable* ops_ = nullptr;
+  uint64_t epoch_ = 0;
+  // The device's ops as it hands them out now (a profiling backend swaps its table while it profiles).
+  const OpTable& ops() const { return device_.ops(); }
 
   Tensor pool_;  // [n_slots, R] u8 on the device
   ExpertCacheTables tables_;
@@ -98,7 +106,6 @@ class ExpertCache {
   Tensor x_host_, x_dev_;              // [slot_path_max_tokens, d] f32
   Tensor w_host_, w_dev_;              // [slot_path_max_tokens, k] f32
   Tensor y_host_, y_dev_;              // [slot_path_max_tokens, d] f32
-  Tensor y_act_;                       // [slot_path_max_tokens, d] act on the device
   Tensor cpu_ws_;                      // host workspace of the CPU expert kernels
   std::deque<CpuJob> jobs_;            // stable addresses (graphs keep them)
   std::map<std::pair<int64_t, int64_t>, CpuJob*> job_of_;
@@ -111,7 +118,7 @@ class ExpertCache {
   std::unique_ptr<StreamEvent> buf_ready_[2];  // on side_: the copy into the buffer is done
   std::unique_ptr<StreamEvent> buf_free_[2];   // on the main stream: the last compute reading it is done
   Tensor chunk_ids_;                           // [max_tokens, k] i32
-  Tensor chunk_out_;                           // [max_tokens, d] act
+  Tensor chunk_out_;                           // [max_tokens, d] f32
   int last_buf_ = 1;                           // the buffer the last chunk computed from
   uint64_t streamed_bytes_ = 0;
 };

@@ -10,8 +10,9 @@ namespace ft {
 
 class ShareTuner {
  public:
-  explicit ShareTuner(double initial, int window = 8, double step = 0.125, int rest = 16);
-  double share() const { return active_; }  // the share the next steps should use
+  explicit ShareTuner(double initial, int window = 16, double step = 0.125, int rest = 16);
+  double share() const { return active_; }     // the share the next steps should use (maybe a trial)
+  double settled_share() const { return settled_; }  // the best share found so far
   // One decode step's time; true when share() changed.
   bool observe(double step_ms);
 

@@ -27,7 +27,7 @@ Outcome simulate(double initial, const std::function<double(double)>& step_ms, i
     if (i >= steps / 2) total += ms;
     tuner.observe(ms);
   }
-  return {tuner.share(), total / (steps - steps / 2)};
+  return {tuner.settled_share(), total / (steps - steps / 2)};
 }
 
 // Fetching and CPU compute overlap: a step takes the longer of the two plus fixed device work.
