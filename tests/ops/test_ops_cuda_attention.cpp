@@ -1,7 +1,8 @@
 // cuda kv_store, paged attention, moe_route and moe_experts against the ref ops, f32 and bf16 activations;
 // skipped without a GPU. Attention: several sequences with different kv lengths (decode rows and prefill
 // chunks mixed), shuffled page tables, page sizes 1 and 16, GQA ratios 1 to 8, sliding windows, sinks, hd_k
-// != hd_v, the split-KV decode path (one row per sequence) and the single-split prefill path. Tolerances
+// != hd_v, the split-KV decode path (one row per sequence), the single-split prefill path and the tensor-core prefill
+// path (bf16 q and cache, head dim 64 or 128, prompts of several 64-row tiles). Tolerances
 // (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online softmax in fp32: 1e-10; f32
 // experts are two fp32 GEMMs: 1e-9; router ids exact and weights 1e-12; bf16 outputs kBf16Tol.
 #include <algorithm>
@@ -114,6 +115,8 @@ TEST(OpsCuda, Attention) {
     for (const AttnCase& c : cases) {
       run_attention(env, c, ad, {{1, 1}, {1, 40}, {17, 17}, {5, 70}, {33, 45}}, "mixed");
       run_attention(env, c, ad, {{1, 300}, {1, 1}, {1, 777}}, "decode");
+      // Several 64-row tiles per sequence, after a cached prefix and from scratch (the bf16 tensor-core path).
+      run_attention(env, c, ad, {{200, 260}, {70, 70}, {1, 5}}, "long prefill");
     }
 }
 

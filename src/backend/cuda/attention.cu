@@ -3,7 +3,9 @@
 // blocks to fill the GPU); each block scores 128 keys at a time (a thread per key), rescales its running
 // max/sum and accumulates p * V (a thread per value dim). With several splits a second kernel merges the
 // partials. Every sequence length comes from device memory, and the split count from host-known shapes
-// only, so the launch is the same from step to step (CUDA-graph replay).
+// only, so the launch is the same from step to step (CUDA-graph replay). Steps with prompt chunks in bf16 run the
+// tensor-core kernel of attention_prefill.cu instead.
+#include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/vec_load.cuh"
@@ -200,6 +202,18 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   if (n == 0) return ok_status();
   if (n * n_head > INT32_MAX) return shape_error("attention", "too many rows");
   CudaStream& cs = cuda_stream(s);
+  // Steps with prompt chunks (more rows than sequences) go to the tensor-core kernel when it takes the shapes.
+  if (n > meta.n_seq && q.dtype == DType::kBF16 && k_cache.dtype == DType::kBF16 && q.dim(2) == hd_v &&
+      prefill_attention_supported(hd_v) && q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
+      aligned16(k_cache.data()) && aligned16(v_cache.data())) {
+    const PrefillAttnArgs pa{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(),
+                             out.stride[0], out.stride[1], meta.q_start.ptr<const int32_t>(),
+                             meta.kv_len.ptr<const int32_t>(), meta.page_table.ptr<const int32_t>(),
+                             meta.page_table.stride[0], meta.n_seq, meta.page_size, k_cache.dim(2), n_head,
+                             n_head / k_cache.dim(2), hd_v, p.window, p.sinks.defined() ? p.sinks.data() : nullptr,
+                             p.sinks.dtype == DType::kBF16, p.scale};
+    return cuda_status(launch_prefill_attention(pa, n, out.dtype == DType::kF32, cs.get()), "attention (prefill)");
+  }
   AttnArgs a{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(), out.stride[0],
              out.stride[1], meta.q_start.ptr<const int32_t>(), meta.kv_len.ptr<const int32_t>(),
              meta.page_table.ptr<const int32_t>(), meta.page_table.stride[0], meta.n_seq, meta.page_size,

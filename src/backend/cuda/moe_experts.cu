@@ -3,13 +3,16 @@
 //  decode (n <= kDecodeMaxTokens): fused expert GEMVs. gate_up: one warp per (pair, intermediate row) computes
 //    the gate and up dots together and stores silu(gate) * up; down: one warp per (token, output row) runs the
 //    token's k experts and sums them with the router weights, so no atomics and a fixed summation order.
-//  prefill: grouped GEMM. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
+//  prefill in bf16 (more than 32 tokens, not while a graph is captured): tensor-core GEMMs per expert,
+//    moe_experts_gemm.cu.
+//  prefill otherwise: grouped GEMM. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
 //    (a scan of the ids), gathers their rows in tiles of 64 and multiplies on CUDA cores in fp32; a last
 //    kernel combines each token's k down outputs with the router weights.
 // Pairs whose expert id is out of range contribute nothing.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemm_simt.cuh"
+#include "backend/cuda/moe_experts_gemm.cuh"
 #include "backend/cuda/vec_load.cuh"
 
 namespace ft::cuda {
@@ -223,7 +226,9 @@ __global__ void combine_kernel(ExpertArgs a) {
 
 size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter) {
   const size_t pairs = static_cast<size_t>(n_tokens * n_expert_used);
-  return 256 + align256(pairs * static_cast<size_t>(inter) * 4) + align256(pairs * static_cast<size_t>(d) * 4);
+  const size_t simt = 256 + align256(pairs * static_cast<size_t>(inter) * 4) + align256(pairs * static_cast<size_t>(d) * 4);
+  return n_tokens > kGemmMinTokens ? std::max(simt, moe_experts_gemm_workspace_bytes(n_tokens, n_expert_used, d, inter))
+                                   : simt;
 }
 
 Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
@@ -248,6 +253,11 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   if (!workspace.defined() || workspace.nbytes() < moe_workspace_bytes(n, k, d, inter))
     return shape_error("moe_experts", "workspace smaller than moe_workspace_bytes");
   if (n == 0) return ok_status();
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  FT_RETURN_IF_ERROR(cuda_status(cudaStreamIsCapturing(cuda_stream(s).get(), &capturing), "cudaStreamIsCapturing"));
+  if (capturing == cudaStreamCaptureStatusNone && moe_experts_gemm_applies(x, gate_up, n, d) &&
+      workspace.nbytes() >= moe_experts_gemm_workspace_bytes(n, k, d, inter))
+    return moe_experts_gemm(x, ids, weights, gate_up, down, out, workspace, s);
   const int64_t pairs = n * k;
   auto base = (reinterpret_cast<uintptr_t>(workspace.data()) + 255) / 256 * 256;
   auto* h = reinterpret_cast<float*>(base);
