@@ -2,6 +2,7 @@
 // thread runs it: a lookup touches at most n k keys, each in O(1) list operations). See OpTable::moe_cache_lookup.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/ops.h"
@@ -102,7 +103,7 @@ inline Result<Tables> tables_of(const ExpertCacheTables& c, const Tensor& ids, c
     return invalid_argument("moe_cache_lookup: mark, calls, stats i64 and share f32 expected");
   const int64_t n = ids.dim(0), k = ids.ndim == 2 ? ids.dim(1) : 0;
   if (ids.ndim != 2 || !same_shape(ids, slot_ids) || !same_shape(ids, cpu_ids) || fills.numel() < 1 + n * k ||
-      n * k > n_slots || c.miss_keys.numel() < n * k || c.lru.numel() != 2 * (n_slots + 1) ||
+      std::min(n * k, mp.n_expert) > n_slots || c.miss_keys.numel() < std::min(n * k, mp.n_expert) || c.lru.numel() != 2 * (n_slots + 1) ||
       c.mark.numel() != n_keys || mp.n_expert <= 0 || mp.moe_layer < 0 || (mp.moe_layer + 1) * mp.n_expert > n_keys ||
       c.stats.numel() < 3 * (mp.moe_layer + 1) || n_slots > INT32_MAX || !c.lru.is_contiguous())
     return invalid_argument("moe_cache_lookup: ids " + ids.shape_string() + " do not fit the cache tables (" +

@@ -200,7 +200,8 @@ struct OpTable {
   // (evicting its key; never a slot this lookup uses) and move to the most recent end; the other misses stay where
   // they are (host memory). slot_ids [n, k] i32: each pair's slot, -1 when not resident; cpu_ids [n, k] i32: the
   // expert id of pairs left to the CPU, else -1; fills [1 + n k] i32: the count of fetched keys, then their slots
-  // (copy them with moe_cache_fill). Invalid ids (outside [0, n_expert)) give -1 in both. Needs n k <= n_slots.
+  // (copy them with moe_cache_fill). Invalid ids (outside [0, n_expert)) give -1 in both. Needs min(n k, n_expert)
+  // <= n_slots (the most distinct experts one lookup can name).
   Status (*moe_cache_lookup)(const Tensor& ids, const ExpertCacheTables& tables, const Tensor& slot_ids,
                              const Tensor& cpu_ids, const Tensor& fills, const MoeCacheLookupParams& p, Stream& s);
   // For each of the fills[0] slots in fills[1..]: dst[slot, :] = src[key_of[slot], :]. src [n_keys, R] u8 (host

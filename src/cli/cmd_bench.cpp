@@ -123,6 +123,7 @@ Status bench_decode(const Args& a) {
   bo.n_threads = o.n_threads;
   FT_ASSIGN_OR_RETURN(auto inner, create_backend(o.device, bo));
   ProfilingBackend be(std::move(inner));
+  FT_ASSIGN_OR_RETURN(const Backend::MemoryInfo memory_at_start, be.memory_info());
   FT_ASSIGN_OR_RETURN(SafetensorsArchive ckpt, SafetensorsArchive::open_dir(o.model_dir));
   FT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
   const int64_t warmup = 3, context = prompt + warmup + 2 * tokens + 4;
@@ -148,6 +149,7 @@ Status bench_decode(const Args& a) {
   FT_ASSIGN_OR_RETURN(Tensor logits, be.empty(DType::kF32, {batch, config.vocab_size}));  // one row per sequence
   FT_ASSIGN_OR_RETURN(double bandwidth, copy_bandwidth(be));
   std::unique_ptr<ExpertCache> experts;
+  MemoryPlan plan;  // with experts in host memory
   std::unique_ptr<ShareTuner> tuner;
   double pcie = 0, cpu_bw = 0;  // GB/s
   if (ExpertStore* store = model->expert_store()) {
@@ -165,7 +167,7 @@ Status bench_decode(const Args& a) {
     mp.num_pages = mp.min_pages;  // the KV the bench allocated
     ExpertCacheOptions eo = expert_cache_options(*model, moe, share, o.n_threads);
     add_expert_plan(mp, *model, eo, o.moe);
-    FT_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(mp));
+    FT_ASSIGN_OR_RETURN(plan, plan_memory(mp));
     std::printf("%s\n", plan.describe().c_str());
     FT_ASSIGN_OR_RETURN(experts, attach_expert_cache(be, *model, eo, plan.expert_slots));
     if (moe == MoeBackend::kHybrid) tuner = std::make_unique<ShareTuner>(share);
@@ -318,6 +320,14 @@ Status bench_decode(const Args& a) {
                 static_cast<double>(store.bytes()) / (pcie * 1e9),
                 prefill_s / (static_cast<double>(store.bytes()) / (pcie * 1e9)));
     FT_RETURN_IF_ERROR(experts->cpu_status());
+    if (!be.device().is_cpu()) {  // the plan against what the device actually holds after the steps
+      FT_ASSIGN_OR_RETURN(const Backend::MemoryInfo now, be.memory_info());
+      const uint64_t used = (now.total - now.free) - (memory_at_start.total - memory_at_start.free);
+      const uint64_t planned = plan.weights + plan.workspace + plan.state_bytes + plan.expert_cache_bytes + plan.kv_bytes;
+      std::printf("  device memory in use after the steps: %.2f GiB (plan %.2f GiB, budget %.2f GiB)\n",
+                  static_cast<double>(used) / (1 << 30), static_cast<double>(planned) / (1 << 30),
+                  static_cast<double>(plan.budget) / (1 << 30));
+    }
   }
   if (!profile) return ok_status();
   print_breakdown("prefill of one sequence", prefill_ops, 1);

@@ -45,9 +45,10 @@ void add_expert_plan(MemoryPlanInput& in, const Model& model, const ExpertCacheO
   in.expert_slot_bytes = ExpertCache::slot_bytes(store->shape());
   in.expert_cache_fixed = ExpertCache::fixed_bytes(store->shape(), cache);
   in.expert_keys = store->n_keys();
-  // Decode steps of every running sequence must fit the slots (their graphs take the slot path); larger steps
-  // fall back to streaming when the slots are few.
-  in.min_expert_slots = std::min(store->n_keys(), static_cast<int64_t>(model.options().max_seqs) * cache.n_expert_used);
+  // One layer's experts in a decode step of every running sequence must fit the slots (their graphs take the slot
+  // path); larger steps fall back to streaming when the slots are few.
+  in.min_expert_slots =
+      std::min(store->shape().n_expert, static_cast<int64_t>(model.options().max_seqs) * cache.n_expert_used);
   in.expert_slots = o.cache_size;
   in.expert_rate = o.cache_rate;
   in.kv_reserve_pages = (o.kv_reserve_tokens + in.page_size - 1) / in.page_size;

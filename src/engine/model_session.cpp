@@ -13,6 +13,8 @@ Result<ModelSession> ModelSession::load(const SessionOptions& o) {
   BackendOptions bo;
   bo.n_threads = o.n_threads;
   FT_ASSIGN_OR_RETURN(s.backend, create_backend(o.device, bo));
+  FT_ASSIGN_OR_RETURN(const Backend::MemoryInfo memory, s.backend->memory_info());
+  s.device_used_before_weights = memory.total - memory.free;
   if (!s.backend->ops().supports(Op::kMatmul, o.act_dtype, o.act_dtype) &&
       !s.backend->ops().supports(Op::kMatmul, o.act_dtype, DType::kBF16))
     return unsupported(std::string("device ") + s.backend->name() + " does not run " + dtype_name(o.act_dtype) +

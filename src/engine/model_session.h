@@ -31,6 +31,7 @@ struct ModelSession {
   std::unique_ptr<ExpertCache> experts;  // when the experts are in host memory (attached by open())
   ExpertCacheOptions expert_options;     // resolved by load() for the model
   int32_t context = 0;          // tokens per sequence, resolved
+  uint64_t device_used_before_weights = 0;  // device memory in use once the backend existed (its own scratch)
 
   // The backend by name and the model on it, its workspace planned for options.max_tokens / max_seqs; no KV
   // cache yet (the engine sizes it from its memory plan).

@@ -13,12 +13,14 @@ std::mutex g_cpu_status_mutex;  // CPU jobs run on driver threads
 
 Tensor rows(const Tensor& t, int64_t n) { return t.slice(0, 0, n); }
 
-// Steps of at most this many tokens take the slot path (one step's n k distinct experts must fit the slots).
-int64_t slot_tokens(const ExpertCacheOptions& o) {
-  return std::min<int64_t>({o.slot_path_max_tokens, o.max_tokens, o.n_slots / std::max<int64_t>(o.n_expert_used, 1)});
+// Steps of at most this many tokens take the slot path: one layer's distinct experts in a step, at most
+// min(n k, n_expert), must fit the slots.
+int64_t slot_tokens(const ExpertShape& s, const ExpertCacheOptions& o) {
+  const int64_t fit = o.n_slots >= s.n_expert ? o.max_tokens : o.n_slots / std::max<int64_t>(o.n_expert_used, 1);
+  return std::min<int64_t>({o.slot_path_max_tokens, o.max_tokens, fit});
 }
 
-bool streams(const ExpertCacheOptions& o) { return o.max_tokens > slot_tokens(o); }
+bool streams(const ExpertShape& s, const ExpertCacheOptions& o) { return o.max_tokens > slot_tokens(s, o); }
 
 int64_t chunk_experts(const ExpertShape& s, const ExpertCacheOptions& o) {
   return std::clamp<int64_t>(o.stream_chunk_experts, 1, s.n_expert);
@@ -67,7 +69,7 @@ ExpertCache::~ExpertCache() { (void)device_.stream().synchronize(); }  // graphs
 
 Status ExpertCache::allocate() {
   const ExpertShape& sh = store_.shape();
-  const int64_t S = slot_tokens(options_), k = options_.n_expert_used, R = static_cast<int64_t>(store_.record_bytes());
+  const int64_t S = slot_tokens(store_.shape(), options_), k = options_.n_expert_used, R = static_cast<int64_t>(store_.record_bytes());
   const int64_t n_slots = options_.n_slots, n_keys = store_.n_keys();
   if (!ops().moe_cache_lookup || !ops().moe_cache_fill || !ops().moe_chunk_ids)
     return unsupported(std::string("expert cache: the ") + device_.name() + " backend has no expert cache ops");
@@ -107,7 +109,7 @@ Status ExpertCache::allocate() {
   } else {
     FT_ASSIGN_OR_RETURN(cpu_ids_dev_, take(DType::kI32, {std::max<int64_t>(S, 1), k}));
   }
-  if (streams(options_)) {
+  if (streams(store_.shape(), options_)) {
     const int64_t C = chunk_experts(sh, options_);
     for (Tensor& buf : stream_buf_) {
       FT_ASSIGN_OR_RETURN(buf, take(DType::kU8, {C, R}));
@@ -166,7 +168,7 @@ Status ExpertCache::forward(Stream& s, int64_t layer, const Tensor& x, const Ten
   if (layer < 0 || layer >= store_.shape().n_layers) return invalid_argument("expert cache: moe layer out of range");
   const int64_t n = x.dim(0);
   if (n > options_.max_tokens) return invalid_argument("expert cache: step larger than planned");
-  if (n <= slot_tokens(options_)) return forward_slots(s, layer, x, ids, weights, out, workspace);
+  if (n <= slot_tokens(store_.shape(), options_)) return forward_slots(s, layer, x, ids, weights, out, workspace);
   return forward_streamed(s, layer, x, ids, weights, out, workspace);
 }
 

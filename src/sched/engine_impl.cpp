@@ -50,8 +50,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
     return invalid_argument("--moe-cache-size, --moe-cache-rate (in [0, 1]) and --kv-reserve-tokens must be >= 0");
   FT_ASSIGN_OR_RETURN(ModelSession session, ModelSession::load(so));
   e->backend_ = std::move(session.backend);
-  FT_ASSIGN_OR_RETURN(auto memory_at_start, e->backend_->memory_info());
-  e->device_used_at_start_ = memory_at_start.total - memory_at_start.free;
+  e->device_used_at_start_ = session.device_used_before_weights;
   e->model_ = std::move(session.model);
   e->context_ = session.context;
   const DType act = so.act_dtype;

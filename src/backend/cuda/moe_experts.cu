@@ -2,7 +2,8 @@
 // host round trip, so a decode step can be captured in a CUDA graph).
 //  decode (n <= kDecodeMaxTokens): fused expert GEMVs. gate_up: one warp per (pair, intermediate row) computes
 //    the gate and up dots together and stores silu(gate) * up; down: one warp per (token, output row) runs the
-//    token's k experts and sums them with the router weights, so no atomics and a fixed summation order.
+//    token's k experts as one run of chunks and sums them with the router weights, so no atomics and a fixed
+//    summation order.
 //  prefill in bf16 (more than 32 tokens, not while a graph is captured): tensor-core GEMMs per expert,
 //    moe_experts_gemm.cu.
 //  prefill otherwise: grouped GEMM. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
@@ -72,7 +73,8 @@ __global__ void __launch_bounds__(kWarps * 32) decode_gate_up_kernel(ExpertArgs 
   const TW* up = gate + a.inter * a.d;
   float g = 0.0f, u = 0.0f;
   if (a.vec) {
-    // Both rows' loads issued before any arithmetic: twice the bytes in flight per lane.
+    // Both rows' loads issued before any arithmetic, and iterations unrolled so more are in flight per lane.
+#pragma unroll 4
     for (int64_t c = lane * 8; c < a.d; c += 256) {
       Chunk8<TW> cg, cu;
       Chunk8<TX> cx;
@@ -97,18 +99,60 @@ __global__ void __launch_bounds__(kWarps * 32) decode_gate_up_kernel(ExpertArgs 
   if (lane == 0) a.h[p * a.inter + i] = g / (1.0f + expf(-g)) * u;
 }
 
-// grid (ceil(d / kWarps), n): out[t, r] = sum_j weights[t, j] * (down[e_j] row r . h[t k + j]).
+constexpr int kDownMaxK = 32;  // experts per token the flattened down kernel takes
+
+// grid (ceil(d / kWarps), n): out[t, r] = sum_j weights[t, j] * (down[e_j] row r . h[t k + j]). With 16-byte
+// rows the warp walks the token's k rows as one run of 8-element chunks, four loads in flight per lane, so a
+// short row (inter of a few hundred) does not leave the memory system idle between experts.
 template <class TW, class TO>
 __global__ void __launch_bounds__(kWarps * 32) decode_down_kernel(ExpertArgs a) {
+  __shared__ const TW* rows[kDownMaxK];  // expert j's down matrix, or null when the pair is skipped
+  __shared__ float weight[kDownMaxK];
   const int lane = threadIdx.x & 31;
   const int64_t r = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5), t = blockIdx.y;
+  const bool flat = a.vec && a.k <= kDownMaxK;
+  if (flat && threadIdx.x < a.k) {
+    const int64_t e = a.ids[t * a.ids_ld + threadIdx.x];
+    rows[threadIdx.x] = e < 0 || e >= a.n_expert ? nullptr : static_cast<const TW*>(a.down) + e * a.down_stride;
+    weight[threadIdx.x] = a.weights[t * a.weights_ld + threadIdx.x];
+  }
+  __syncthreads();
   if (r >= a.d) return;
   float acc = 0.0f;
-  for (int64_t j = 0; j < a.k; ++j) {
-    const int64_t e = a.ids[t * a.ids_ld + j];
-    if (e < 0 || e >= a.n_expert) continue;
-    const TW* row = static_cast<const TW*>(a.down) + e * a.down_stride + r * a.inter;
-    acc += a.weights[t * a.weights_ld + j] * dot(row, a.h + (t * a.k + j) * a.inter, a.inter, a.vec, lane);
+  if (flat) {
+    constexpr int kUnroll = 4;
+    const int64_t per = a.inter / 8, total = a.k * per;
+    for (int64_t q0 = lane; q0 < total; q0 += 32 * kUnroll) {
+      Chunk8<TW> cw[kUnroll];
+      Chunk8<float> ch[kUnroll];
+      float w[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t q = q0 + 32 * u, j = q / per, c = (q % per) * 8;
+        w[u] = 0.0f;
+        if (q < total && rows[j]) {
+          cw[u].load(rows[j] + r * a.inter + c);
+          ch[u].load(a.h + (t * a.k + j) * a.inter + c);
+          w[u] = weight[j];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (w[u] == 0.0f) continue;
+        float dot8 = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot8 = fmaf(cw[u].get(i), ch[u].get(i), dot8);
+        acc = fmaf(w[u], dot8, acc);
+      }
+    }
+    acc = warp_sum(acc);
+  } else {
+    for (int64_t j = 0; j < a.k; ++j) {
+      const int64_t e = a.ids[t * a.ids_ld + j];
+      if (e < 0 || e >= a.n_expert) continue;
+      const TW* row = static_cast<const TW*>(a.down) + e * a.down_stride + r * a.inter;
+      acc += a.weights[t * a.weights_ld + j] * dot(row, a.h + (t * a.k + j) * a.inter, a.inter, a.vec, lane);
+    }
   }
   if (lane == 0) static_cast<TO*>(a.out)[t * a.ldo + r] = from_f32<TO>(acc);
 }
