@@ -326,6 +326,20 @@ void EngineImpl::update_stats(const StepPlan& plan, double seconds) {
   }
 }
 
+void EngineImpl::check_memory_after_warmup() {
+  if (device_bytes_measured_ || backend_->device().is_cpu() || stats_.generated_tokens == 0) return;
+  auto m = backend_->memory_info();
+  if (!m.ok()) return;
+  device_bytes_measured_ = true;
+  const uint64_t in_use = m->total - m->free - device_used_at_start_;
+  const uint64_t planned = plan_.weights + plan_.workspace + plan_.state_bytes + plan_.expert_cache_bytes + plan_.kv_bytes;
+  FT_LOG(kInfo) << "device memory after warm-up: " << in_use / (1 << 20) << " MiB in use by the engine, planned "
+                << planned / (1 << 20) << " MiB, budget " << plan_.budget / (1 << 20) << " MiB"
+                << (in_use > plan_.budget ? " (over the budget)" : "");
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.device_bytes_in_use = in_use;
+}
+
 void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
   if (!experts_) return;
   if (share_tuner_ && plan.n_prefill_tokens == 0 && plan.n_decode_tokens > 0 &&
@@ -340,23 +354,11 @@ void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
   auto layers = experts_->stats();
   auto bytes = experts_->bytes_fetched();
   if (!layers.ok() || !bytes.ok()) return;
-  if (!device_bytes_measured_ && stats_.generated_tokens > 0) {  // after warm-up: measure against the plan
-    if (auto m = backend_->memory_info(); m.ok()) {
-      device_bytes_in_use_ = m->total - m->free - device_used_at_start_;
-      device_bytes_measured_ = true;
-      const uint64_t planned = plan_.weights + plan_.workspace + plan_.state_bytes + plan_.expert_cache_bytes +
-                               plan_.kv_bytes;
-      FT_LOG(kInfo) << "device memory after warm-up: " << device_bytes_in_use_ / (1 << 20) << " MiB in use by the "
-                    << "engine, planned " << planned / (1 << 20) << " MiB, budget " << plan_.budget / (1 << 20)
-                    << " MiB";
-    }
-  }
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.expert_layers.clear();
   for (const auto& l : *layers) stats_.expert_layers.push_back({l.hits, l.fetched, l.cpu});
   stats_.expert_bytes_fetched = *bytes;
   stats_.fetch_share = experts_->fetch_share();
-  stats_.device_bytes_in_use = device_bytes_in_use_;
 }
 
 void EngineImpl::loop() {
@@ -376,8 +378,9 @@ void EngineImpl::loop() {
     if (!plan.empty()) run_step(plan);
     scheduler_->reap();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    update_expert_stats(plan, seconds);  // first: update_stats publishes the step (a drained engine reads both)
     update_stats(plan, seconds);
-    update_expert_stats(plan, seconds);
+    check_memory_after_warmup();
   }
   scheduler_->abort_all();
   scheduler_->schedule(plan);  // applies the aborts: every request ends with kAborted

@@ -48,6 +48,8 @@ class EngineImpl final : public Engine {
   // Expert cache counters into stats_ every few steps, hybrid's share tuned from decode step times, and the
   // device memory in use measured once after warm-up.
   void update_expert_stats(const StepPlan& plan, double seconds);
+  // Once, after the first generated tokens on a device: what the device holds for the engine against the plan.
+  void check_memory_after_warmup();
 
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -56,7 +58,6 @@ class EngineImpl final : public Engine {
   std::unique_ptr<ShareTuner> share_tuner_;   // hybrid
   int32_t steps_since_expert_stats_ = 0;
   uint64_t device_used_at_start_ = 0;
-  uint64_t device_bytes_in_use_ = 0;
   bool device_bytes_measured_ = false;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<GraphRunner> graphs_;  // decode-only steps as replayed graphs (device backends)
