@@ -1,6 +1,7 @@
 // Server lifecycle and the command-line clients: /health while loading and ready, SIGTERM during streams
 // (each ends with an error event, the process exits 0), ft ctl (health, stats, requests, generate) and
-// ft shell against a running server and with --model (stdin scripted).
+// ft shell against a running server and with --model (stdin scripted), and a server whose experts live in host
+// memory (--moe-backend offload) reporting its expert cache.
 'use strict';
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -101,4 +102,31 @@ test('ft shell: chats with a server and with --model, commands work', async () =
   } finally { await s.stop(); }
   const { err } = await shell(['--model', model(), '--threads', '2', '--memory-budget', '256M', '--context-length', '512', '--max-tokens', '3'], 'hi\n');
   assert.match(err, /qwen3_moe loaded/);
+});
+
+test('experts in host memory: --moe-backend offload serves, /v1/stats and /metrics report the expert cache', async () => {
+  const srv = await startServer(['--moe-backend', 'offload', '--moe-cache-size', '8']);
+  try {
+    const r = await http(srv.url, 'POST', '/chat/completions', {
+      model: 'm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, temperature: 0, ignore_eos: true,
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.usage.completion_tokens, 8);
+    let experts;
+    for (let i = 0; i < 100; ++i) {  // the counters are published once the engine is idle again
+      experts = (await http(srv.base, 'GET', '/v1/stats')).json.experts;
+      if (experts.hits + experts.fetched > 0) break;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    assert.equal(experts.moe_backend, 'offload');
+    assert.equal(experts.cache_slots, 8);
+    assert.equal(experts.experts_total, 24);  // 3 MoE layers of 8 experts
+    assert.equal(experts.layers.length, 3);
+    assert.ok(experts.hits + experts.fetched > 0, JSON.stringify(experts));
+    assert.ok(experts.fetched > 0 && experts.bytes_fetched > 0, JSON.stringify(experts));
+    const metrics = (await http(srv.base, 'GET', '/metrics')).text;
+    assert.match(metrics, /freetoken_expert_lookups_total\{outcome="fetched"\} [1-9]/);
+  } finally {
+    await srv.stop();
+  }
 });
