@@ -40,8 +40,6 @@ uint64_t fixed_plus_available(const MemoryPlanInput& in) {
 }  // namespace
 
 namespace {
-constexpr uint64_t kRuntimeReserve = 96ull << 20;
-
 // The expert cache's slots: as asked (--moe-cache-size, --moe-cache-rate) or what the budget leaves after `fixed`
 // and the KV floor; at least one step's experts, at most every expert.
 Status plan_expert_cache(const MemoryPlanInput& in, MemoryPlan& p, uint64_t fixed) {
@@ -80,8 +78,7 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
   } else {
     p.budget = in.budget ? in.budget
                          : fixed_plus_available(in);
-    // Captured graphs and the libraries' own allocations (measured: 0.05 GiB on the H200 after warm-up).
-    uint64_t fixed = p.weights + p.workspace + p.state_bytes + kRuntimeReserve;
+    uint64_t fixed = p.weights + p.workspace + p.state_bytes + kRuntimeReserveBytes;
     if (in.expert_slot_bytes > 0) {
       FT_RETURN_IF_ERROR(plan_expert_cache(in, p, fixed));
       fixed += p.expert_cache_bytes;
@@ -92,9 +89,10 @@ Result<MemoryPlan> plan_memory(const MemoryPlanInput& in) {
     p.kv_bytes = static_cast<uint64_t>(p.kv_pages) * in.page_bytes;
   }
   if (in.expert_slot_bytes > 0 && p.expert_slots == 0) {  // KV given explicitly: the cache takes what is left
-    const uint64_t fixed = p.weights + p.workspace + p.state_bytes + p.kv_bytes + kRuntimeReserve;
-    MemoryPlanInput rest = in;
+    const uint64_t fixed = p.weights + p.workspace + p.state_bytes + p.kv_bytes + kRuntimeReserveBytes;
+    MemoryPlanInput rest = in;  // the KV is already counted in `fixed`
     rest.kv_reserve_pages = 0;
+    rest.min_pages = 0;
     p.budget = in.budget ? in.budget : fixed_plus_available(in) + p.kv_bytes;
     FT_RETURN_IF_ERROR(plan_expert_cache(rest, p, fixed));
   }
