@@ -1,5 +1,6 @@
 // `ft logits` on broken checkpoints and bad flags: a non-zero exit and exactly one stderr line naming the
 // file, tensor or flag (checked against the defect each case plants; checkpoints are made here).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -134,10 +135,29 @@ TEST(CliFlags, MissingRequiredFlagNamed) {
   EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
 }
 
+TEST(CliFlags, BadExpertPlacementFlagsNamed) {
+  const fs::path moe = fs::path(FT_TEST_DATA) / "models" / "qwen3_moe";
+  const std::string model = " --model " + test::shell_quote(moe.string()) + " --tokens 1,2 --out y";
+  struct Case {
+    const char* flags;
+    const char* named;
+  };
+  for (const Case& c : {Case{"--moe-backend gpu", "--moe-backend"}, Case{"--moe-cache-rate 2", "--moe-cache-rate"},
+                        Case{"--moe-cache-size -1", "--moe-cache-size"},
+                        Case{"--kv-reserve-tokens x", "--kv-reserve-tokens"},
+                        Case{"--moe-backend offload --moe-cache-size 1", "--moe-cache-size"}}) {
+    auto r = test::run_ft("logits" + model + " " + c.flags);
+    EXPECT_EQ(r.exit_code, 1) << c.flags;
+    EXPECT_NE(r.err.find(c.named), std::string::npos) << c.flags << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.flags << ": " << r.err;
+  }
+}
+
 TEST(CliFlags, HelpDescribesEveryFlag) {
   auto r = test::run_ft("logits --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag : {"--model", "--tokens", "--out", "--chunk", "--device", "--dtype", "--threads"})
+  for (const char* flag : {"--model", "--tokens", "--out", "--chunk", "--device", "--dtype", "--threads",
+                           "--moe-backend", "--moe-cache-size", "--moe-cache-rate", "--kv-reserve-tokens"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 
