@@ -45,10 +45,6 @@ TEST(OpsCpu, Conv1dSilu) {
         }
 }
 
-struct DeltaShape {
-  int64_t n_k, n_v, dk, dv;
-};
-
 TEST(OpsCpu, GatedDelta) {
   OpEnv env;
   const DeltaShape shapes[] = {{2, 4, 16, 16}, {3, 3, 33, 17}, {1, 2, 128, 128}};
@@ -57,28 +53,8 @@ TEST(OpsCpu, GatedDelta) {
       for (const auto& lengths : kRecurrentBatches) {
         const RecurrentBatch b = make_recurrent_batch(lengths);
         const int64_t n = b.n_rows, n_slots = static_cast<int64_t>(lengths.size()) + 1;
-        // q, k, v are column slices of one conv output row, a and b of one projection row.
-        Tensor qkv = make_tensor(DType::kF32, {n, 2 * sh.n_k * sh.dk + sh.n_v * sh.dv});
-        Tensor ab = make_tensor(DType::kF32, {n, 2 * sh.n_v});
-        Tensor a_log = make_tensor(pd, {sh.n_v}), dt_bias = make_tensor(pd, {sh.n_v});
-        fill_normal(qkv, 90 + sh.dk), fill_normal(ab, 91, 2.0), fill_normal(a_log, 92, 1.5), fill_normal(dt_bias, 93);
-        auto heads = [&](int64_t col, int64_t h, int64_t d) {
-          Tensor t = qkv.slice(1, col, h * d);
-          t.ndim = 3;
-          t.shape = {n, h, d, 0};
-          t.stride = {qkv.stride[0], d, 1, 0};
-          return t;
-        };
-        const Tensor q = heads(0, sh.n_k, sh.dk), k = heads(sh.n_k * sh.dk, sh.n_k, sh.dk);
-        const Tensor v = heads(2 * sh.n_k * sh.dk, sh.n_v, sh.dv);
-        const Tensor a = ab.slice(1, 0, sh.n_v), bb = ab.slice(1, sh.n_v, sh.n_v);
-        const GatedDeltaParams p{a_log, dt_bias, 1e-6f};
-        Tensor state0 = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
-        fill_normal(state0, 94, 0.3);
-        Tensor want = make_tensor(DType::kF64, {n, sh.n_v, sh.dv});
-        Tensor want_state = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
-        copy_values(state0, want_state);
-        ASSERT_TRUE(env.ref.gated_delta_step(q, k, v, a, bb, b.meta, want_state, want, p, env.ref_stream).ok());
+        const DeltaProblem d = make_delta_problem(env.ref, env.ref_stream, sh, DType::kF32, pd, b, n_slots);
+        const GatedDeltaParams p{d.a_log, d.dt_bias, 1e-6f};
         for_each_isa([&](const std::string& isa) {
           for (bool chunked : {true, false}) {
             std::ostringstream os;
@@ -87,11 +63,11 @@ TEST(OpsCpu, GatedDelta) {
             const std::string what = os.str();
             Tensor got = make_tensor(DType::kF32, {n, sh.n_v, sh.dv});
             Tensor state = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
-            copy_values(state0, state);
+            copy_values(d.state0, state);
             const auto fn = chunked ? env.cpu.gated_delta_chunked : env.cpu.gated_delta_step;
-            ASSERT_TRUE(fn(q, k, v, a, bb, b.meta, state, got, p, env.cpu_stream).ok()) << what;
-            expect_close(got, want, 1e-9, what);
-            expect_close(state, want_state, 1e-9, what + " state");
+            ASSERT_TRUE(fn(d.q, d.k, d.v, d.a, d.b, b.meta, state, got, p, env.cpu_stream).ok()) << what;
+            expect_close(got, d.want, 1e-9, what);
+            expect_close(state, d.want_state, 1e-9, what + " state");
           }
         });
       }

@@ -60,10 +60,6 @@ TEST(OpsCuda, Conv1dSilu) {
           }
 }
 
-struct DeltaShape {
-  int64_t n_k, n_v, dk, dv;
-};
-
 TEST(OpsCuda, GatedDelta) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
@@ -76,44 +72,23 @@ TEST(OpsCuda, GatedDelta) {
         for (const auto& lengths : kRecurrentBatches) {
           const RecurrentBatch b = make_recurrent_batch(lengths);
           const int64_t n = b.n_rows, n_slots = static_cast<int64_t>(lengths.size()) + 1;
-          // q, k, v are column slices of one conv output row, a and b of one projection row.
-          Tensor qkv = make_tensor(ad, {n, 2 * sh.n_k * sh.dk + sh.n_v * sh.dv});
-          Tensor ab = make_tensor(ad, {n, 2 * sh.n_v});
-          Tensor a_log = make_tensor(pd, {sh.n_v}), dt_bias = make_tensor(pd, {sh.n_v});
-          fill_normal(qkv, 90 + sh.dk), fill_normal(ab, 91, 2.0), fill_normal(a_log, 92, 1.5), fill_normal(dt_bias, 93);
-          auto heads = [&](int64_t col, int64_t h, int64_t d) {
-            Tensor t = qkv.slice(1, col, h * d);
-            t.ndim = 3;
-            t.shape = {n, h, d, 0};
-            t.stride = {qkv.stride[0], d, 1, 0};
-            return t;
-          };
-          const Tensor q = heads(0, sh.n_k, sh.dk), k = heads(sh.n_k * sh.dk, sh.n_k, sh.dk);
-          const Tensor v = heads(2 * sh.n_k * sh.dk, sh.n_v, sh.dv);
-          const Tensor a = ab.slice(1, 0, sh.n_v), bb = ab.slice(1, sh.n_v, sh.n_v);
-          const GatedDeltaParams p{a_log, dt_bias, 1e-6f};
-          Tensor state0 = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
-          fill_normal(state0, 94, 0.3);
-          Tensor want = make_tensor(DType::kF64, {n, sh.n_v, sh.dv});
-          Tensor want_state = make_tensor(DType::kF32, {n_slots, sh.n_v, sh.dk, sh.dv});
-          copy_values(state0, want_state);
-          ASSERT_TRUE(env.ref.gated_delta_step(q, k, v, a, bb, b.meta, want_state, want, p, env.ref_stream).ok());
-          const Tensor qkv_dev = env.up(qkv), ab_dev = env.up(ab);
-          const GatedDeltaParams p_dev{env.up(a_log), env.up(dt_bias), 1e-6f};
+          const DeltaProblem d = make_delta_problem(env.ref, env.ref_stream, sh, ad, pd, b, n_slots);
+          const Tensor qkv_dev = env.up(d.qkv), ab_dev = env.up(d.ab);
+          const GatedDeltaParams p_dev{env.up(d.a_log), env.up(d.dt_bias), 1e-6f};
           const RecurrentMeta meta = device_meta(env, b);
           for (bool chunked : {true, false}) {
             const std::string what = std::string(chunked ? "gated_delta_chunked" : "gated_delta_step") + " act " +
                                      dt(ad) + " n_k=" + std::to_string(sh.n_k) + " n_v=" + std::to_string(sh.n_v) +
                                      " dk=" + std::to_string(sh.dk) + " dv=" + std::to_string(sh.dv) + " params " +
                                      dt(pd) + lengths_name(lengths);
-            const Tensor got = env.empty(ad, {n, sh.n_v, sh.dv}), state = env.up(state0);
+            const Tensor got = env.empty(ad, {n, sh.n_v, sh.dv}), state = env.up(d.state0);
             const auto fn = chunked ? env.ops().gated_delta_chunked : env.ops().gated_delta_step;
-            ASSERT_TRUE(fn(on(q, qkv_dev), on(k, qkv_dev), on(v, qkv_dev), on(a, ab_dev), on(bb, ab_dev), meta, state,
-                           got, p_dev, env.stream())
+            ASSERT_TRUE(fn(on(d.q, qkv_dev), on(d.k, qkv_dev), on(d.v, qkv_dev), on(d.a, ab_dev), on(d.b, ab_dev), meta,
+                           state, got, p_dev, env.stream())
                             .ok())
                 << what;
-            expect_close(env.down(got), want, tol_for(ad, 1e-9), what);
-            expect_close(env.down(state), want_state, 1e-9, what + " state");
+            expect_close(env.down(got), d.want, tol_for(ad, 1e-9), what);
+            expect_close(env.down(state), d.want_state, 1e-9, what + " state");
           }
         }
 }
