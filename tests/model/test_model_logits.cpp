@@ -1,13 +1,12 @@
 // Model logits against the float64 Hugging Face transformers reference of each fixture checkpoint
 // (tests/data/models/*/reference*.safetensors): f32 activations, one-shot and chunked prefill, greedy decode.
-#include <algorithm>
-#include <cstdio>
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "engine/model_session.h"
-#include "engine/sequence_runner.h"
-#include "fixture_reference.h"
+#include "reference_check.h"
 
 namespace ft {
 namespace {
@@ -18,7 +17,6 @@ constexpr double kMaxRelL2 = 1e-5;
 // 2.1e-5 there, 3.1e-5 and 7.4e-5 on the deeper models_alt/qwen3_5_moe. The bounds are twice those.
 constexpr double kGdnShort = 1.1e-5, kGdnLong = 4e-5;
 constexpr double kGdnAltShort = 6.2e-5, kGdnAltLong = 1.5e-4;
-constexpr double kGreedyMargin = 1e-2;
 
 struct Case {
   const char* model;
@@ -52,41 +50,7 @@ class ModelLogits : public testing::TestWithParam<Case> {
   void check_file(const std::string& file, double max_rel_l2) {
     const Case& c = GetParam();
     ModelSession s = open(c.chunk > 0 ? c.chunk : 512);
-    const int64_t vocab = s.model->config().vocab_size;
-    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + file, vocab);
-    ASSERT_FALSE(prompts.empty());
-    for (size_t p = 0; p < prompts.size(); ++p) {
-      const auto& ref = prompts[p];
-      SequenceRunner runner(*s.model, *s.backend, *s.kv);
-      std::vector<float> all, last;
-      ASSERT_TRUE(runner.feed(ref.input_ids, c.chunk, &all, last).ok());
-      const int64_t t = static_cast<int64_t>(ref.input_ids.size());
-      ASSERT_EQ(static_cast<int64_t>(all.size()), t * vocab);
-      int failures = 0;
-      double worst = 0;
-      for (int64_t i = 0; i < t; ++i) {
-        const double err = test::relative_l2(&all[i * vocab], &ref.logits[i * vocab], vocab);
-        worst = std::max(worst, err);
-        if (err > max_rel_l2 && failures++ < 10)
-          ADD_FAILURE() << file << " prompt " << p << " position " << i << ": relative L2 " << err;
-      }
-      std::printf("%s %s prompt %zu (%lld tokens): worst relative L2 %.3g\n", c.model, file.c_str(), p,
-                  static_cast<long long>(t), worst);
-      check_greedy(runner, ref, last, vocab);
-    }
-  }
-
-  // Greedy ids equal the reference's up to the first step whose top-2 margin is under kGreedyMargin
-  // (the reference's at the first step; ours, which matches it to 1e-5, after that).
-  void check_greedy(SequenceRunner& runner, const test::ReferencePrompt& ref, std::vector<float> logits,
-                    int64_t vocab) {
-    for (size_t step = 0; step < ref.greedy_ids.size(); ++step) {
-      const float* margin_row = step == 0 ? &ref.logits[ref.logits.size() - vocab] : logits.data();
-      if (test::top2_margin(margin_row, vocab) < kGreedyMargin) return;
-      const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      ASSERT_EQ(next, ref.greedy_ids[step]) << "greedy step " << step;
-      ASSERT_TRUE(runner.feed(std::span<const int32_t>(&next, 1), 1, nullptr, logits).ok());
-    }
+    test::check_reference_file(s, c.model, file, c.chunk, max_rel_l2, c.device);
   }
 };
 

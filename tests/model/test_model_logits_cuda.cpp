@@ -14,6 +14,7 @@
 #include "engine/model_session.h"
 #include "engine/sequence_runner.h"
 #include "fixture_reference.h"
+#include "reference_check.h"
 
 namespace ft {
 namespace {
@@ -27,7 +28,6 @@ constexpr double kGdnShort = 1.1e-5, kGdnLong = 4e-5;
 // measure_transformers_f32.py, H200, TF32 off) reaches 3.7e-5 and 6.3e-2 there. Issue 8 bounds the alt variant on
 // the CPU only; the GPU is held to these measured figures plus a margin so a regression still fails.
 constexpr double kGdnAltShortCuda = 1.0e-4, kGdnAltLongCuda = 2.0e-4;
-constexpr double kGreedyMargin = 1e-2;
 
 Result<ModelSession> open_cuda(const std::string& model, DType act, int32_t max_tokens) {
   SessionOptions o;
@@ -62,35 +62,7 @@ class CudaLogitsF32 : public testing::TestWithParam<F32Case> {
     const F32Case& c = GetParam();
     auto s = open_cuda(c.model, DType::kF32, c.chunk > 0 ? c.chunk : 512);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
-    const int64_t vocab = s->model->config().vocab_size;
-    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + file, vocab);
-    ASSERT_FALSE(prompts.empty());
-    for (size_t p = 0; p < prompts.size(); ++p) {
-      const auto& ref = prompts[p];
-      SequenceRunner runner(*s->model, *s->backend, *s->kv);
-      std::vector<float> all, last;
-      ASSERT_TRUE(runner.feed(ref.input_ids, c.chunk, &all, last).ok());
-      const int64_t t = static_cast<int64_t>(ref.input_ids.size());
-      ASSERT_EQ(static_cast<int64_t>(all.size()), t * vocab);
-      int failures = 0;
-      double worst = 0;
-      for (int64_t i = 0; i < t; ++i) {
-        const double err = test::relative_l2(&all[i * vocab], &ref.logits[i * vocab], vocab);
-        worst = std::max(worst, err);
-        if (err > max_rel_l2 && failures++ < 10)
-          ADD_FAILURE() << file << " prompt " << p << " position " << i << ": relative L2 " << err;
-      }
-      std::printf("cuda f32 %s %s prompt %zu (%lld tokens): worst relative L2 %.3g\n", c.model, file.c_str(), p,
-                  static_cast<long long>(t), worst);
-      // Greedy ids up to the first step whose top-2 margin is under kGreedyMargin.
-      for (size_t step = 0; step < ref.greedy_ids.size(); ++step) {
-        const float* margin_row = step == 0 ? &ref.logits[ref.logits.size() - vocab] : last.data();
-        if (test::top2_margin(margin_row, vocab) < kGreedyMargin) break;
-        const int32_t next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
-        ASSERT_EQ(next, ref.greedy_ids[step]) << "greedy step " << step;
-        ASSERT_TRUE(runner.feed(std::span<const int32_t>(&next, 1), 1, nullptr, last).ok());
-      }
-    }
+    test::check_reference_file(*s, c.model, file, c.chunk, max_rel_l2, "cuda f32");
   }
 };
 
