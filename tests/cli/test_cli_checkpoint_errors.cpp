@@ -137,7 +137,8 @@ TEST(CliFlags, MissingRequiredFlagNamed) {
 
 TEST(CliFlags, BadExpertPlacementFlagsNamed) {
   const fs::path moe = fs::path(FT_TEST_DATA) / "models" / "qwen3_moe";
-  const std::string model = " --model " + test::shell_quote(moe.string()) + " --tokens 1,2 --out y";
+  const std::string out = test::shell_quote((fs::path(testing::TempDir()) / "never_written.safetensors").string());
+  const std::string model = " --model " + test::shell_quote(moe.string()) + " --tokens 1,2 --out " + out;
   struct Case {
     const char* flags;
     const char* named;
