@@ -117,6 +117,7 @@ struct EngineOptions {
   double moe_cache_rate = 0;          // expert cache as a fraction of all experts; 0: unset
   int64_t kv_reserve_tokens = 8192;   // KV floor kept before the expert cache takes the rest of the budget
   std::string bw_profile;             // bandwidth profile for auto ("": ~/.cache/freetoken/bw_profile.json)
+  int moe_cpu_threads = 0;            // CPU threads for missed experts (cpu, hybrid); 0: all cores but two
 };
 
 class Engine {

@@ -165,14 +165,14 @@ Status bench_decode(const Args& a) {
     mp.page_size = o.page_size;
     mp.min_pages = static_cast<int64_t>(mo.max_pages_per_seq) * batch;
     mp.num_pages = mp.min_pages;  // the KV the bench allocated
-    ExpertCacheOptions eo = expert_cache_options(*model, moe, share, o.n_threads);
+    ExpertCacheOptions eo = expert_cache_options(*model, moe, share, o.moe.cpu_threads);
     add_expert_plan(mp, *model, eo, o.moe);
     FT_ASSIGN_OR_RETURN(plan, plan_memory(mp));
     std::printf("%s\n", plan.describe().c_str());
     FT_ASSIGN_OR_RETURN(experts, attach_expert_cache(be, *model, eo, plan.expert_slots));
     if (moe == MoeBackend::kHybrid) tuner = std::make_unique<ShareTuner>(share);
     FT_ASSIGN_OR_RETURN(pcie, measure_h2d_fill(be, store->shape(), 16));
-    FT_ASSIGN_OR_RETURN(cpu_bw, measure_cpu_experts(store->shape(), eo.n_expert_used, 64, o.n_threads));
+    FT_ASSIGN_OR_RETURN(cpu_bw, measure_cpu_experts(store->shape(), eo.n_expert_used, 64, o.moe.cpu_threads));
     std::printf("expert cache: %s, %lld slots of %lld experts (%.1f%%), %.1f MB per expert; PCIe (fill kernel) "
                 "%.1f GB/s, CPU experts %.1f GB/s\n",
                 moe_backend_name(moe), static_cast<long long>(plan.expert_slots), static_cast<long long>(store->n_keys()),
@@ -392,7 +392,7 @@ Status bench_bw(const Args& a) {
 int cmd_bench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "bw") == 0) {
     Args a("bench bw", "Measures pinned host-to-device bandwidth (copy engine and the cache-fill kernel), the CPU "
-                       "expert kernels' bandwidth and device memory bandwidth; writes the profile --moe-backend auto "
+                       "expert kernels' bandwidth and device memory bandwidth; writes the profile --moe-strategy auto "
                        "reads.");
     a.flag("model", "DIR", "take the expert shape from this checkpoint's config.json (default: Qwen3-30B-A3B's)");
     a.flag("device", "NAME", "device to measure (cuda; cpu measures the CPU only)", "cuda");

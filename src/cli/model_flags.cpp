@@ -14,19 +14,31 @@ void add_model_flags(Args& a) {
 }
 
 void add_moe_flags(Args& a) {
-  a.flag("moe-backend", "NAME",
+  a.flag("moe-strategy", "NAME",
          "routed experts: fused (all on the device), offload (device cache, misses over PCIe), cpu (misses on the "
          "CPU), hybrid (misses split, tuned online) or auto (from the `ft bench bw` profile)",
          "fused");
+  a.flag("moe-backend", "NAME", "the same as --moe-strategy (upstream's older spelling)");
+  a.flag("moe-cpu-threads", "N", "CPU threads computing missed experts for cpu and hybrid (0: all cores but two)", "0");
   a.flag("moe-cache-size", "N", "expert cache slots (default: what the memory budget leaves)", "0");
   a.flag("moe-cache-rate", "F", "expert cache as a fraction of all experts, in (0, 1]", "0");
   a.flag("kv-reserve-tokens", "N", "KV tokens kept before the expert cache takes the rest of the budget", "8192");
-  a.flag("bw-profile", "FILE", "bandwidth profile for --moe-backend auto (default: ~/.cache/freetoken/bw_profile.json)");
+  a.flag("bw-profile", "FILE", "bandwidth profile for --moe-strategy auto (default: ~/.cache/freetoken/bw_profile.json)");
 }
 
 Result<MoeOptions> moe_options(const Args& a) {
   MoeOptions m;
-  FT_ASSIGN_OR_RETURN(m.backend, moe_backend_from_name(a.str("moe-backend")));
+  if (a.has("moe-backend") && a.has("moe-strategy"))
+    return invalid_argument("flags --moe-strategy and --moe-backend are the same setting; give one");
+  const std::string strategy = a.has("moe-backend") ? a.str("moe-backend") : a.str("moe-strategy");
+  auto backend = moe_backend_from_name(strategy);
+  if (!backend.ok())
+    return invalid_argument(std::string("flag --") + (a.has("moe-backend") ? "moe-backend" : "moe-strategy") + ": '" +
+                            strategy + "' is not fused, offload, cpu, hybrid or auto");
+  m.backend = *backend;
+  FT_ASSIGN_OR_RETURN(const int64_t cpu_threads, a.integer("moe-cpu-threads"));
+  if (cpu_threads < 0 || cpu_threads > 4096) return invalid_argument("flag --moe-cpu-threads out of range");
+  m.cpu_threads = static_cast<int>(cpu_threads);
   FT_ASSIGN_OR_RETURN(m.cache_size, a.integer("moe-cache-size"));
   FT_ASSIGN_OR_RETURN(m.cache_rate, a.number("moe-cache-rate"));
   FT_ASSIGN_OR_RETURN(m.kv_reserve_tokens, a.integer("kv-reserve-tokens"));
@@ -53,7 +65,6 @@ Result<SessionOptions> session_options(const Args& a) {
   o.page_size = static_cast<int32_t>(page_size);
   o.context = static_cast<int32_t>(context);
   FT_ASSIGN_OR_RETURN(o.moe, moe_options(a));
-  o.moe.cpu_threads = o.n_threads;
   return o;
 }
 

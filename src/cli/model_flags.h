@@ -8,7 +8,8 @@ namespace ft::cli {
 
 void add_model_flags(Args& args);
 Result<SessionOptions> session_options(const Args& args);
-// --moe-backend, --moe-cache-size, --moe-cache-rate, --kv-reserve-tokens, --bw-profile (upstream's names).
+// --moe-strategy (or --moe-backend), --moe-cache-size, --moe-cache-rate, --kv-reserve-tokens, --moe-cpu-threads,
+// --bw-profile (upstream FreeToken's names).
 void add_moe_flags(Args& args);
 Result<MoeOptions> moe_options(const Args& args);
 

@@ -91,6 +91,7 @@ Result<server::ServerOptions> serve_options(const Args& a) {
   e.cuda_graph = !a.on("disable-cuda-graph");
   FT_ASSIGN_OR_RETURN(MoeOptions moe, moe_options(a));
   e.moe_backend = moe_backend_name(moe.backend);
+  e.moe_cpu_threads = moe.cpu_threads;
   e.moe_cache_size = moe.cache_size;
   e.moe_cache_rate = moe.cache_rate;
   e.kv_reserve_tokens = moe.kv_reserve_tokens;

@@ -1,4 +1,4 @@
-// Expert placement from user options: the --moe-backend choice (auto from the bandwidth profile), the expert
+// Expert placement from user options: the --moe-strategy choice (auto from the bandwidth profile), the expert
 // part of the memory plan, and the expert cache attached to a model whose experts were loaded into host memory.
 #pragma once
 

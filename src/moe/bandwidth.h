@@ -1,6 +1,6 @@
 // The bandwidths that decide where missed experts go, measured with the real paths: pinned host -> device
 // through the copy engine and through the cache-fill kernel, the CPU expert kernels streaming expert weights,
-// and device memory. `ft bench bw` writes them as the profile --moe-backend auto reads.
+// and device memory. `ft bench bw` writes them as the profile --moe-strategy auto reads.
 #pragma once
 
 #include "backend/backend.h"

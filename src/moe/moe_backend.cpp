@@ -14,7 +14,7 @@ Result<MoeBackend> moe_backend_from_name(std::string_view n) {
   if (n == "cpu") return MoeBackend::kCpu;
   if (n == "hybrid") return MoeBackend::kHybrid;
   if (n == "auto") return MoeBackend::kAuto;
-  return invalid_argument("flag --moe-backend: '" + std::string(n) + "' is not fused, offload, cpu, hybrid or auto");
+  return invalid_argument("MoE strategy '" + std::string(n) + "' is not fused, offload, cpu, hybrid or auto");
 }
 
 const char* moe_backend_name(MoeBackend b) {

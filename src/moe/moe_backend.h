@@ -1,4 +1,4 @@
-// Where routed experts are computed: the --moe-backend choices and the automatic pick from a bandwidth profile.
+// Where routed experts are computed: the --moe-strategy choices and the automatic pick from a bandwidth profile.
 #pragma once
 
 #include <string>

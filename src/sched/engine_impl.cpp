@@ -45,7 +45,7 @@ Result<std::unique_ptr<Engine>> EngineImpl::create(const EngineOptions& o) {
   so.moe.cache_rate = o.moe_cache_rate;
   so.moe.kv_reserve_tokens = o.kv_reserve_tokens;
   so.moe.profile_path = o.bw_profile;
-  so.moe.cpu_threads = o.n_threads;
+  so.moe.cpu_threads = o.moe_cpu_threads;
   if (o.moe_cache_size < 0 || !(o.moe_cache_rate >= 0 && o.moe_cache_rate <= 1) || o.kv_reserve_tokens < 0)
     return invalid_argument("--moe-cache-size, --moe-cache-rate (in [0, 1]) and --kv-reserve-tokens must be >= 0");
   FT_ASSIGN_OR_RETURN(ModelSession session, ModelSession::load(so));

@@ -143,7 +143,9 @@ TEST(CliFlags, BadExpertPlacementFlagsNamed) {
     const char* flags;
     const char* named;
   };
-  for (const Case& c : {Case{"--moe-backend gpu", "--moe-backend"}, Case{"--moe-cache-rate 2", "--moe-cache-rate"},
+  for (const Case& c : {Case{"--moe-backend gpu", "--moe-backend"}, Case{"--moe-strategy gpu", "--moe-strategy"},
+                        Case{"--moe-strategy cpu --moe-backend cpu", "--moe-strategy"},
+                        Case{"--moe-cpu-threads -2", "--moe-cpu-threads"}, Case{"--moe-cache-rate 2", "--moe-cache-rate"},
                         Case{"--moe-cache-size -1", "--moe-cache-size"},
                         Case{"--kv-reserve-tokens x", "--kv-reserve-tokens"},
                         Case{"--moe-backend offload --moe-cache-size 1", "--moe-cache-size"}}) {
@@ -158,7 +160,8 @@ TEST(CliFlags, HelpDescribesEveryFlag) {
   auto r = test::run_ft("logits --help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--model", "--tokens", "--out", "--chunk", "--device", "--dtype", "--threads",
-                           "--moe-backend", "--moe-cache-size", "--moe-cache-rate", "--kv-reserve-tokens"})
+                           "--moe-strategy", "--moe-backend", "--moe-cache-size", "--moe-cache-rate", "--kv-reserve-tokens",
+                           "--moe-cpu-threads"})
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
 }
 

@@ -104,8 +104,8 @@ test('ft shell: chats with a server and with --model, commands work', async () =
   assert.match(err, /qwen3_moe loaded/);
 });
 
-test('experts in host memory: --moe-backend offload serves, /v1/stats and /metrics report the expert cache', async () => {
-  const srv = await startServer(['--moe-backend', 'offload', '--moe-cache-size', '8']);
+test('experts in host memory: --moe-strategy offload serves, /v1/stats and /metrics report the expert cache', async () => {
+  const srv = await startServer(['--moe-strategy', 'offload', '--moe-cache-size', '8']);
   try {
     const r = await http(srv.url, 'POST', '/chat/completions', {
       model: 'm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 8, temperature: 0, ignore_eos: true,
