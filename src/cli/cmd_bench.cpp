@@ -25,20 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Bytes a device-to-device copy moves per second (read + write), over 2 x 1 GiB buffers.
-Result<double> copy_bandwidth(Backend& be) {
-  constexpr int64_t kBytes = int64_t{1} << 30;
-  constexpr int kReps = 20;
-  FT_ASSIGN_OR_RETURN(Tensor a, be.empty(DType::kU8, {kBytes}));
-  FT_ASSIGN_OR_RETURN(Tensor b, be.empty(DType::kU8, {kBytes}));
-  FT_RETURN_IF_ERROR(be.copy(a, b));
-  FT_RETURN_IF_ERROR(be.stream().synchronize());
-  const auto t0 = Clock::now();
-  for (int i = 0; i < kReps; ++i) FT_RETURN_IF_ERROR(be.copy(i % 2 ? b : a, i % 2 ? a : b));
-  FT_RETURN_IF_ERROR(be.stream().synchronize());
-  return 2.0 * static_cast<double>(kBytes) * kReps / seconds_since(t0);
-}
-
 // Weight bytes one decode step of `batch` tokens reads: everything but the embedding table (batch rows of
 // it) and the experts no token picks; with uniform routing a step touches E (1 - (1 - k/E)^batch) experts.
 double weight_bytes_per_step(const SafetensorsArchive& ckpt, const ModelConfig& c, int64_t batch) {
@@ -147,7 +133,9 @@ Status bench_decode(const Args& a) {
                                                   mo.max_pages_per_seq * mo.max_seqs, o.page_size,
                                                   model->state_layers(), mo.max_seqs));
   FT_ASSIGN_OR_RETURN(Tensor logits, be.empty(DType::kF32, {batch, config.vocab_size}));  // one row per sequence
-  FT_ASSIGN_OR_RETURN(double bandwidth, copy_bandwidth(be));
+  // Bytes a device-to-device copy moves per second (read + write), over 2 x 1 GiB buffers.
+  FT_ASSIGN_OR_RETURN(const double copy_gbps, measure_device_copy(be, size_t{1} << 30));
+  const double bandwidth = copy_gbps * 1e9;
   std::unique_ptr<ExpertCache> experts;
   MemoryPlan plan;  // with experts in host memory
   std::unique_ptr<ShareTuner> tuner;
@@ -172,7 +160,7 @@ Status bench_decode(const Args& a) {
     FT_ASSIGN_OR_RETURN(experts, attach_expert_cache(be, *model, eo, plan.expert_slots));
     if (moe == MoeBackend::kHybrid) tuner = std::make_unique<ShareTuner>(share);
     FT_ASSIGN_OR_RETURN(pcie, measure_h2d_fill(be, store->shape(), 16));
-    FT_ASSIGN_OR_RETURN(cpu_bw, measure_cpu_experts(store->shape(), eo.n_expert_used, 64, o.moe.cpu_threads));
+    FT_ASSIGN_OR_RETURN(cpu_bw, measure_cpu_experts(store->shape(), eo.n_expert_used, 64, eo.cpu_threads));
     std::printf("expert cache: %s, %lld slots of %lld experts (%.1f%%), %.1f MB per expert; PCIe (fill kernel) "
                 "%.1f GB/s, CPU experts %.1f GB/s\n",
                 moe_backend_name(moe), static_cast<long long>(plan.expert_slots), static_cast<long long>(store->n_keys()),

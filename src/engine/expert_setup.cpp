@@ -2,6 +2,7 @@
 #include "engine/expert_setup.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace ft {
 
@@ -35,12 +36,14 @@ ExpertCacheOptions expert_cache_options(const Model& model, MoeBackend backend, 
   // Every decode batch a graph is captured for takes the slot path (a streamed step's buffer choice is host state).
   c.slot_path_max_tokens = std::max<int64_t>(16, mo.max_seqs);
   c.fetch_share = share;
-  c.cpu_threads = cpu_threads;
+  // The CPU expert pool leaves a core to the driver thread that runs its jobs and one to the thread waiting on
+  // the device.
+  c.cpu_threads = cpu_threads > 0 ? cpu_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 2);
   return c;
 }
 
 void add_expert_plan(MemoryPlanInput& in, const Model& model, const ExpertCacheOptions& cache, const MoeOptions& o) {
-  const ExpertStore* store = const_cast<Model&>(model).expert_store();
+  const ExpertStore* store = model.expert_store();
   if (!store) return;
   in.expert_slot_bytes = ExpertCache::slot_bytes(store->shape());
   in.expert_cache_fixed = ExpertCache::fixed_bytes(store->shape(), cache);

@@ -25,7 +25,7 @@ struct MoeOptions {
 // asked for explicitly (tests run the cache paths on the CPU).
 MoeBackend resolve_moe_backend(const MoeOptions& o, const Backend& device, double* share, std::string* note);
 
-// The cache's options for a loaded model (n_slots still 0).
+// The cache's options for a loaded model (n_slots still 0); cpu_threads 0 becomes all cores but two.
 ExpertCacheOptions expert_cache_options(const Model& model, MoeBackend backend, double share, int cpu_threads);
 
 // Fills MemoryPlanInput's expert fields for a model with an expert store.

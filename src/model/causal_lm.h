@@ -18,7 +18,7 @@ class CausalLm : public Model {
   Status run_staged(KvCache& kv, const Tensor& logits) override;
   size_t weight_bytes() const override { return weight_bytes_; }
   size_t workspace_bytes() const override { return workspace_ ? workspace_->size() : 0; }
-  ExpertStore* expert_store() override { return expert_store_.get(); }
+  ExpertStore* expert_store() const override { return expert_store_.get(); }
   void set_expert_cache(ExpertCache* cache) override { expert_cache_ = cache; }
   Tensor routing_bias() const override { return routing_bias_; }
   uint64_t graph_epoch() const override { return expert_cache_ ? expert_cache_->epoch() : 0; }

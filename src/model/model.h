@@ -44,7 +44,7 @@ class Model {
   virtual Status run_staged(KvCache& kv, const Tensor& logits) = 0;
   // The host store of the routed experts (ModelOptions::experts_on_host), else null; set_expert_cache() attaches
   // what computes them before the first forward.
-  virtual ExpertStore* expert_store() { return nullptr; }
+  virtual ExpertStore* expert_store() const { return nullptr; }
   virtual void set_expert_cache(ExpertCache*) {}
   // With ModelOptions::routing_bias: [n_moe_layers, n_expert] f32 on the backend, added to the router scores for the
   // top-k choice only (the weights stay the router's); zero until the caller writes it. Else undefined.

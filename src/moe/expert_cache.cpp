@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <thread>
 
 namespace ft {
 namespace {
@@ -96,9 +95,7 @@ Status ExpertCache::allocate() {
   };
   if (has_cpu_side(options_)) {
     BackendOptions bo;
-    // Leave a core to the driver thread that runs the jobs' callbacks and one to the thread waiting on the device.
-    bo.n_threads = options_.cpu_threads > 0 ? options_.cpu_threads
-                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 2);
+    bo.n_threads = options_.cpu_threads;
     FT_ASSIGN_OR_RETURN(cpu_, create_backend("cpu", bo));
     FT_RETURN_IF_ERROR(mapped(DType::kI32, S, k, cpu_ids_host_, cpu_ids_dev_));
     FT_RETURN_IF_ERROR(mapped(DType::kF32, S, sh.d, x_host_, x_dev_));
@@ -278,10 +275,9 @@ Result<std::vector<ExpertLayerStats>> ExpertCache::stats() {
   return out;
 }
 
-Result<uint64_t> ExpertCache::bytes_fetched() {
-  FT_ASSIGN_OR_RETURN(auto per_layer, stats());
+uint64_t ExpertCache::bytes_fetched(const std::vector<ExpertLayerStats>& layers) const {
   uint64_t records = 0;
-  for (const auto& l : per_layer) records += static_cast<uint64_t>(l.fetched);
+  for (const auto& l : layers) records += static_cast<uint64_t>(l.fetched);
   return records * store_.record_bytes() + streamed_bytes_;
 }
 

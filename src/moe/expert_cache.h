@@ -25,7 +25,7 @@ struct ExpertCacheOptions {
   int64_t slot_path_max_tokens = 16;   // larger steps stream whole layers
   int64_t stream_chunk_experts = 16;   // experts per streaming buffer
   double fetch_share = 0.5;            // hybrid's initial share of misses fetched
-  int cpu_threads = 0;                 // the CPU expert pool (0: one per core)
+  int cpu_threads = 0;                 // the CPU expert pool (0: one per core; expert_cache_options resolves it)
 };
 
 struct ExpertLayerStats {
@@ -59,8 +59,8 @@ class ExpertCache {
   uint64_t epoch() const { return epoch_; }
   // Counters since creation, per MoE layer (waits for the device).
   Result<std::vector<ExpertLayerStats>> stats();
-  // Bytes copied host -> device so far: fetched records plus streamed layers.
-  Result<uint64_t> bytes_fetched();
+  // Bytes copied host -> device so far: the fetched records `layers` (from stats()) counts plus streamed layers.
+  uint64_t bytes_fetched(const std::vector<ExpertLayerStats>& layers) const;
   // The first error a CPU job met (they run on driver threads and cannot return one).
   Status cpu_status() const;
 

@@ -352,12 +352,11 @@ void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
   if (++steps_since_expert_stats_ < 16 && !scheduler_->idle()) return;
   steps_since_expert_stats_ = 0;
   auto layers = experts_->stats();
-  auto bytes = experts_->bytes_fetched();
-  if (!layers.ok() || !bytes.ok()) return;
+  if (!layers.ok()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.expert_layers.clear();
   for (const auto& l : *layers) stats_.expert_layers.push_back({l.hits, l.fetched, l.cpu});
-  stats_.expert_bytes_fetched = *bytes;
+  stats_.expert_bytes_fetched = experts_->bytes_fetched(*layers);
   stats_.fetch_share = experts_->fetch_share();
 }
 
