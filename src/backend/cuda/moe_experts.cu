@@ -4,9 +4,8 @@
 //    the gate and up dots together and stores silu(gate) * up; down: one warp per (token, output row) runs the
 //    token's k experts as one run of chunks and sums them with the router weights, so no atomics and a fixed
 //    summation order.
-//  prefill in bf16 (more than 32 tokens, not while a graph is captured): tensor-core GEMMs per expert,
-//    moe_experts_gemm.cu.
-//  prefill otherwise: grouped GEMM. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
+//  prefill with bf16 expert weights (more than 32 tokens): a grouped GEMM on tensor cores, moe_experts_gemm.cu.
+//  prefill otherwise (f32 weights, unaligned shapes): grouped GEMM on CUDA cores. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
 //    (a scan of the ids), gathers their rows in tiles of 64 and multiplies on CUDA cores in fp32; a last
 //    kernel combines each token's k down outputs with the router weights.
 // Pairs whose expert id is out of range contribute nothing.
@@ -297,9 +296,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   if (!workspace.defined() || workspace.nbytes() < moe_workspace_bytes(n, k, d, inter))
     return shape_error("moe_experts", "workspace smaller than moe_workspace_bytes");
   if (n == 0) return ok_status();
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  FT_RETURN_IF_ERROR(cuda_status(cudaStreamIsCapturing(cuda_stream(s).get(), &capturing), "cudaStreamIsCapturing"));
-  if (capturing == cudaStreamCaptureStatusNone && moe_experts_gemm_applies(x, gate_up, n, d) &&
+  if (moe_experts_gemm_applies(x, gate_up, down, n, d) &&
       workspace.nbytes() >= moe_experts_gemm_workspace_bytes(n, k, d, inter))
     return moe_experts_gemm(x, ids, weights, gate_up, down, out, workspace, s);
   const int64_t pairs = n * k;
