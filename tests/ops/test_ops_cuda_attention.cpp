@@ -2,7 +2,8 @@
 // skipped without a GPU. Attention: several sequences with different kv lengths (decode rows and prefill
 // chunks mixed), shuffled page tables, page sizes 1 and 16, GQA ratios 1 to 8, sliding windows, sinks, hd_k
 // != hd_v, the split-KV decode path (one row per sequence), the single-split prefill path and the tensor-core prefill
-// path (bf16 q and cache, head dim 64 or 128, prompts of several 64-row tiles). Tolerances
+// path (bf16 q and cache; head dims 64, 128 and 256, each with and without a window and sinks; prompts of several
+// 64-row query tiles and key tiles, after a cached prefix, with a partial last tile). Tolerances
 // (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online softmax in fp32: 1e-10; f32
 // experts are two fp32 GEMMs: 1e-9; router ids exact and weights 1e-12; bf16 outputs kBf16Tol.
 #include <string>
@@ -60,7 +61,9 @@ TEST(OpsCuda, Attention) {
       {8, 2, 128, 16, 0, false, DType::kBF16}, {8, 1, 80, 16, 0, false, DType::kF32},
       {16, 2, 64, 16, 7, false, DType::kF32},  {4, 2, 64, 1, 7, true, DType::kBF16},
       {8, 1, 64, 16, 0, true, DType::kF32},    {6, 2, 128, 16, 20, true, DType::kF32},
-      {32, 4, 128, 16, 0, false, DType::kBF16},
+      {32, 4, 128, 16, 0, false, DType::kBF16}, {8, 2, 128, 16, 100, true, DType::kBF16},
+      {8, 2, 64, 16, 0, false, DType::kBF16},   {8, 2, 256, 16, 0, false, DType::kBF16},
+      {4, 1, 256, 16, 100, true, DType::kBF16},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const AttnCase& c : cases) {

@@ -1,5 +1,5 @@
 // Prefill attention on tensor cores (see attention_prefill.cu): the attention op hands it steps whose sequences
-// have several query rows, bf16 q and cache, head dims 64 or 128.
+// have several query rows, bf16 q and cache, head dims 64, 128 or 256.
 #pragma once
 
 #include <cuda_runtime.h>
