@@ -1,5 +1,5 @@
 // ExpertCache: slot path (lookup -> fill and/or CPU job -> expert kernels on the slots) and streamed path (chunks
-// of a layer's experts through two device buffers) — see the header.
+// of every layer's experts through a ring of device buffers) — see the header.
 #include "moe/expert_cache.h"
 
 #include <algorithm>
@@ -25,6 +25,8 @@ int64_t chunk_experts(const ExpertShape& s, const ExpertCacheOptions& o) {
   return std::clamp<int64_t>(o.stream_chunk_experts, 1, s.n_expert);
 }
 
+int64_t ring_size(const ExpertCacheOptions& o) { return std::max<int64_t>(o.stream_buffers, 2); }
+
 bool has_cpu_side(const ExpertCacheOptions& o) { return o.backend == MoeBackend::kCpu || o.backend == MoeBackend::kHybrid; }
 
 }  // namespace
@@ -41,7 +43,7 @@ uint64_t ExpertCache::fixed_bytes(const ExpertShape& s, const ExpertCacheOptions
   uint64_t b = keys * 12 + static_cast<uint64_t>(s.n_layers) * 24 + tokens * k * 12 + 4096;
   const bool may_stream = o.max_tokens > std::min<int64_t>(o.slot_path_max_tokens, s.n_layers * s.n_expert / std::max<int64_t>(o.n_expert_used, 1));
   if (may_stream)
-    b += 2 * static_cast<uint64_t>(chunk_experts(s, o)) * (slot_bytes(s) - 12) +
+    b += static_cast<uint64_t>(ring_size(o) * chunk_experts(s, o)) * (slot_bytes(s) - 12) +
          static_cast<uint64_t>(o.max_tokens) * (k * 4 + d * 4);
   return b;
 }
@@ -107,10 +109,14 @@ Status ExpertCache::allocate() {
     FT_ASSIGN_OR_RETURN(cpu_ids_dev_, take(DType::kI32, {std::max<int64_t>(S, 1), k}));
   }
   if (streams(store_.shape(), options_)) {
-    const int64_t C = chunk_experts(sh, options_);
-    for (Tensor& buf : stream_buf_) {
+    const int64_t C = chunk_experts(sh, options_), B = ring_size(options_);
+    ring_.resize(static_cast<size_t>(B));
+    for (Tensor& buf : ring_) {
       FT_ASSIGN_OR_RETURN(buf, take(DType::kU8, {C, R}));
     }
+    ring_key_.assign(static_cast<size_t>(B), -1);
+    ring_ready_.resize(static_cast<size_t>(B));
+    ring_free_.resize(static_cast<size_t>(B));
     FT_ASSIGN_OR_RETURN(chunk_ids_, take(DType::kI32, {options_.max_tokens, k}));
     FT_ASSIGN_OR_RETURN(chunk_out_, take(DType::kF32, {options_.max_tokens, sh.d}));  // summed into any out dtype
   }
@@ -222,16 +228,28 @@ Status ExpertCache::cpu_status() const {
   return cpu_status_;
 }
 
-Status ExpertCache::issue_chunk_copy(int64_t g, int b) {
+Status ExpertCache::issue_chunk_copy(int64_t key, int64_t b) {
   const ExpertShape& sh = store_.shape();
   const int64_t C = chunk_experts(sh, options_), per_layer = (sh.n_expert + C - 1) / C;
-  const int64_t layer = g / per_layer, first = g % per_layer * C, count = std::min(C, sh.n_expert - first);
-  if (buf_free_[b]) FT_RETURN_IF_ERROR(device_.wait(*side_, *buf_free_[b]));
+  const int64_t layer = key / per_layer, first = key % per_layer * C, count = std::min(C, sh.n_expert - first);
+  const auto i = static_cast<size_t>(b);
+  if (ring_free_[i]) FT_RETURN_IF_ERROR(device_.wait(*side_, *ring_free_[i]));
   FT_RETURN_IF_ERROR(device_.copy_on(*side_, store_.records().slice(0, layer * sh.n_expert + first, count),
-                                     stream_buf_[b].slice(0, 0, count)));
-  FT_ASSIGN_OR_RETURN(buf_ready_[b], device_.record(*side_));
-  buf_chunk_[b] = g;
+                                     ring_[i].slice(0, 0, count)));
+  FT_ASSIGN_OR_RETURN(ring_ready_[i], device_.record(*side_));
+  ring_key_[i] = key;
   streamed_bytes_ += static_cast<uint64_t>(count) * store_.record_bytes();
+  return ok_status();
+}
+
+Status ExpertCache::top_up_ring() {
+  const ExpertShape& sh = store_.shape();
+  const int64_t C = chunk_experts(sh, options_), total = sh.n_layers * ((sh.n_expert + C - 1) / C);
+  const int64_t B = static_cast<int64_t>(ring_.size());
+  for (; ring_queued_ < B; ++ring_queued_) {
+    FT_RETURN_IF_ERROR(issue_chunk_copy(next_key_, (ring_head_ + ring_queued_) % B));
+    next_key_ = (next_key_ + 1) % total;
+  }
   return ok_status();
 }
 
@@ -239,28 +257,29 @@ Status ExpertCache::forward_streamed(Stream& s, int64_t layer, const Tensor& x, 
                                      const Tensor& weights, const Tensor& out, const Tensor& workspace) {
   const ExpertShape& sh = store_.shape();
   const int64_t n = x.dim(0), C = chunk_experts(sh, options_), per_layer = (sh.n_expert + C - 1) / C;
-  const int64_t total = sh.n_layers * per_layer;
+  const int64_t B = static_cast<int64_t>(ring_.size());
   const Tensor local_ids = rows(chunk_ids_, n);
   for (int64_t c = 0; c < per_layer; ++c) {
-    const int64_t g = layer * per_layer + c, next = (g + 1) % total;
-    int b = buf_chunk_[0] == g ? 0 : buf_chunk_[1] == g ? 1 : -1;
-    if (b < 0) {
-      b = 1 - last_buf_;
-      FT_RETURN_IF_ERROR(issue_chunk_copy(g, b));
+    const int64_t key = layer * per_layer + c;
+    if (ring_queued_ == 0 || ring_key_[static_cast<size_t>(ring_head_)] != key) {
+      ring_queued_ = 0;  // not the chunk the ring expected (a step that skipped layers): restart from this one
+      next_key_ = key;
     }
-    // The next chunk (of this layer, else of the next MoE layer) copies while this one computes.
-    if (buf_chunk_[0] != next && buf_chunk_[1] != next) FT_RETURN_IF_ERROR(issue_chunk_copy(next, 1 - b));
-    FT_RETURN_IF_ERROR(device_.wait(s, *buf_ready_[b]));
+    FT_RETURN_IF_ERROR(top_up_ring());
+    const auto b = static_cast<size_t>(ring_head_);
+    FT_RETURN_IF_ERROR(device_.wait(s, *ring_ready_[b]));
     const int64_t first = c * C, count = std::min(C, sh.n_expert - first);
     FT_RETURN_IF_ERROR(ops().moe_chunk_ids(ids, first, count, local_ids, s));
     const Tensor dst = c == 0 ? out : rows(chunk_out_, n);
-    FT_RETURN_IF_ERROR(ops().moe_experts(x, local_ids, weights, store_.gate_up_view(stream_buf_[b], 0, count),
-                                         store_.down_view(stream_buf_[b], 0, count), dst, workspace, s));
+    FT_RETURN_IF_ERROR(ops().moe_experts(x, local_ids, weights, store_.gate_up_view(ring_[b], 0, count),
+                                         store_.down_view(ring_[b], 0, count), dst, workspace, s));
     if (c > 0) FT_RETURN_IF_ERROR(ops().add(out, dst, out, s));
-    FT_ASSIGN_OR_RETURN(buf_free_[b], device_.record(s));
-    last_buf_ = b;
+    FT_ASSIGN_OR_RETURN(ring_free_[b], device_.record(s));
+    ring_head_ = (ring_head_ + 1) % B;
+    --ring_queued_;
   }
-  return ok_status();
+  // The ring fills on with the next layer's chunks (after the last layer: the first layer's, for the next prompt).
+  return top_up_ring();
 }
 
 Result<std::vector<ExpertLayerStats>> ExpertCache::stats() {

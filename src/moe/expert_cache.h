@@ -2,8 +2,9 @@
 // recently used experts (exact LRU, bookkept on the device by moe_cache_lookup so a decode step stays one CUDA
 // graph); a miss is fetched from the pinned ExpertStore over PCIe (offload), computed on the CPU from the store
 // (cpu), or split between the two (hybrid, the fetched share tuned online). Steps with more tokens than the slot
-// path takes (prefill) stream the layer's experts through two device buffers instead, the copy of the next chunk
-// overlapping the compute of this one.
+// path takes (prefill) stream every layer's experts in chunks through a ring of device buffers instead: the copies
+// run up to a ring ahead of the compute, across layer boundaries, so the copy engine keeps busy while attention
+// and the dense layers compute.
 #pragma once
 
 #include <deque>
@@ -24,6 +25,7 @@ struct ExpertCacheOptions {
   int64_t n_expert_used = 1;           // k
   int64_t slot_path_max_tokens = 16;   // larger steps stream whole layers
   int64_t stream_chunk_experts = 16;   // experts per streaming buffer
+  int64_t stream_buffers = 4;          // streaming buffers: how far the copies run ahead of the compute
   double fetch_share = 0.5;            // hybrid's initial share of misses fetched
   int cpu_threads = 0;                 // the CPU expert pool (0: one per core; expert_cache_options resolves it)
 };
@@ -77,8 +79,11 @@ class ExpertCache {
                        const Tensor& out, const Tensor& workspace);
   Status forward_streamed(Stream& s, int64_t layer, const Tensor& x, const Tensor& ids, const Tensor& weights,
                           const Tensor& out, const Tensor& workspace);
-  // Copies global chunk g into streaming buffer b on side_, once the compute reading b is done.
-  Status issue_chunk_copy(int64_t g, int b);
+  // Copies chunk `key` (chunk key % chunks per layer of moe layer key / chunks per layer) into ring buffer b on
+  // side_, once the compute reading b is done.
+  Status issue_chunk_copy(int64_t key, int64_t b);
+  // Queues copies of the chunks after the queued ones until the ring is full.
+  Status top_up_ring();
   static void run_cpu_job(void* job);
   void compute_on_cpu(int64_t layer, int64_t n);
 
@@ -111,15 +116,16 @@ class ExpertCache {
   std::map<std::pair<int64_t, int64_t>, CpuJob*> job_of_;
   Status cpu_status_;
 
-  // Streaming (prefill): two buffers of stream_chunk_experts records; chunk g of the global sequence is chunk
-  // g % chunks_per_layer of moe layer g / chunks_per_layer (cycling over the layers).
-  Tensor stream_buf_[2];                       // [C, R] u8 on the device
-  int64_t buf_chunk_[2] = {-1, -1};             // the global chunk each buffer holds (or is being copied)
-  std::unique_ptr<StreamEvent> buf_ready_[2];  // on side_: the copy into the buffer is done
-  std::unique_ptr<StreamEvent> buf_free_[2];   // on the main stream: the last compute reading it is done
-  Tensor chunk_ids_;                           // [max_tokens, k] i32
-  Tensor chunk_out_;                           // [max_tokens, d] f32
-  int last_buf_ = 1;                           // the buffer the last chunk computed from
+  // Streaming (prefill): a ring of stream_buffers buffers of stream_chunk_experts records, filled in chunk order
+  // (cycling over the layers' chunks). The queue is the buffers from ring_head_ on holding chunks copied (or being
+  // copied) and not yet computed.
+  std::vector<Tensor> ring_;                             // [C, R] u8 on the device each
+  std::vector<int64_t> ring_key_;                        // the chunk each buffer holds (or is being copied), -1
+  std::vector<std::unique_ptr<StreamEvent>> ring_ready_;  // on side_: the copy into the buffer is done
+  std::vector<std::unique_ptr<StreamEvent>> ring_free_;   // on the main stream: the compute reading it is done
+  int64_t ring_head_ = 0, ring_queued_ = 0, next_key_ = 0;
+  Tensor chunk_ids_;                                     // [max_tokens, k] i32
+  Tensor chunk_out_;                                     // [max_tokens, d] f32
   uint64_t streamed_bytes_ = 0;
 };
 
