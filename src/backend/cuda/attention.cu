@@ -3,8 +3,10 @@
 // blocks to fill the GPU); each block scores 128 keys at a time (a thread per key), rescales its running
 // max/sum and accumulates p * V (a thread per value dim). With several splits a second kernel merges the
 // partials. Every sequence length comes from device memory, and the split count from host-known shapes
-// only, so the launch is the same from step to step (CUDA-graph replay). Steps with prompt chunks in bf16 run the
-// tensor-core kernel of attention_prefill.cu instead.
+// only, so the launch is the same from step to step (CUDA-graph replay). bf16 steps run the tensor-core kernels
+// instead where they take the shapes: attention_prefill.cu for steps with prompt chunks, attention_decode.cu for
+// decode steps (its partials merged by the combine kernel here).
+#include "backend/cuda/attention_decode.cuh"
 #include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
@@ -202,17 +204,40 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   if (n == 0) return ok_status();
   if (n * n_head > INT32_MAX) return shape_error("attention", "too many rows");
   CudaStream& cs = cuda_stream(s);
-  // Steps with prompt chunks (more rows than sequences) go to the tensor-core kernel when it takes the shapes.
-  if (n > meta.n_seq && q.dtype == DType::kBF16 && k_cache.dtype == DType::kBF16 && q.dim(2) == hd_v &&
-      prefill_attention_supported(hd_v) && q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
-      aligned16(k_cache.data()) && aligned16(v_cache.data())) {
-    const PrefillAttnArgs pa{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(),
-                             out.stride[0], out.stride[1], meta.q_start.ptr<const int32_t>(),
-                             meta.kv_len.ptr<const int32_t>(), meta.page_table.ptr<const int32_t>(),
-                             meta.page_table.stride[0], meta.n_seq, meta.page_size, k_cache.dim(2), n_head,
-                             n_head / k_cache.dim(2), hd_v, p.window, p.sinks.defined() ? p.sinks.data() : nullptr,
-                             p.sinks.dtype == DType::kBF16, p.scale};
+  // bf16 steps go to the tensor-core kernels when they take the shapes: steps with prompt chunks (more rows than
+  // sequences) to the prefill kernel, decode steps (a row per sequence) to the decode kernel.
+  const int64_t group = n_head / k_cache.dim(2);
+  const bool tiles = q.dtype == DType::kBF16 && k_cache.dtype == DType::kBF16 && q.dim(2) == hd_v &&
+                     q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
+                     aligned16(k_cache.data()) && aligned16(v_cache.data());
+  const TileAttnArgs pa{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(),
+                           out.stride[0], out.stride[1], meta.q_start.ptr<const int32_t>(),
+                           meta.kv_len.ptr<const int32_t>(), meta.page_table.ptr<const int32_t>(),
+                           meta.page_table.stride[0], meta.n_seq, meta.page_size, k_cache.dim(2), n_head, group, hd_v,
+                           p.window, p.sinks.defined() ? p.sinks.data() : nullptr, p.sinks.dtype == DType::kBF16,
+                           p.scale};
+  if (tiles && n > meta.n_seq && prefill_attention_supported(hd_v))
     return cuda_status(launch_prefill_attention(pa, n, out.dtype == DType::kF32, cs.get()), "attention (prefill)");
+  // The longest key range a row can have: splits are sized from it (host-known), not from the step's rows, so a
+  // step's launch is the same whatever its kv lengths and however many rows pad it.
+  const int64_t max_keys = p.window > 0 ? std::min<int64_t>(p.window, meta.page_table.dim(1) * meta.page_size)
+                                        : meta.page_table.dim(1) * meta.page_size;
+  const int64_t per_split = n * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
+  const int64_t max_split = std::max<int64_t>(1, CudaStream::kAttentionScratchBytes / per_split);
+  if (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group)) {
+    // Ranges of at least 256 keys of the longest row, at most 64 of them.
+    const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + 255) / 256, 1, std::min<int64_t>(64, max_split)));
+    FT_RETURN_IF_ERROR(cuda_status(
+        launch_decode_attention(pa, n, n_split, cs.attention_scratch(), out.dtype == DType::kF32, cs.get()),
+        "attention (decode)"));
+    if (n_split == 1) return ok_status();
+    AttnArgs c{};
+    c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;
+    c.n_split = n_split, c.partial = cs.attention_scratch();
+    with_type(out.dtype, [&](auto to) {
+      combine_kernel<decltype(to)><<<static_cast<unsigned>(n * n_head), kThreads, 0, cs.get()>>>(c);
+    });
+    return launch_status("attention (decode combine)");
   }
   AttnArgs a{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(), out.stride[0],
              out.stride[1], meta.q_start.ptr<const int32_t>(), meta.kv_len.ptr<const int32_t>(),
@@ -223,12 +248,8 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
              cs.attention_scratch()};
   // Splits: enough blocks for two waves, no split shorter than 16 keys of the longest possible sequence,
   // and the partials within the stream's fixed scratch.
-  const int64_t max_keys = p.window > 0 ? std::min<int64_t>(p.window, meta.page_table.dim(1) * meta.page_size)
-                                        : meta.page_table.dim(1) * meta.page_size;
   const int64_t want = (2 * cs.n_sm() + n * n_head - 1) / (n * n_head);
-  int64_t n_split = std::min<int64_t>({want, std::max<int64_t>(1, max_keys / 16), kMaxSplit});
-  const int64_t per_split = n * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
-  n_split = std::max<int64_t>(1, std::min<int64_t>(n_split, CudaStream::kAttentionScratchBytes / per_split));
+  const int64_t n_split = std::min<int64_t>({want, std::max<int64_t>(1, max_keys / 16), kMaxSplit, max_split});
   a.n_split = static_cast<int>(n_split);
   const dim3 grid(static_cast<unsigned>(n * n_head), static_cast<unsigned>(n_split));
   const size_t smem = static_cast<size_t>(q.dim(2)) * sizeof(float);

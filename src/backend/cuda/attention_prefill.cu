@@ -21,13 +21,6 @@ namespace {
 constexpr int kRows = 64, kWarps = 4, kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 
-// 2^x on the special function unit, subnormal results flushed to zero.
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
 template <int D>
 struct Tiles {
   static constexpr int kKeys = D == 256 ? 32 : 64;  // keys per tile (fewer at d 256: registers)
@@ -44,7 +37,7 @@ struct Tiles {
 // Blocks per SM that the registers must allow (shared memory allows as many on Hopper): d <= 128 fits 3 in 168
 // registers, d 256 2.
 template <int D, class TO>
-__global__ void __launch_bounds__(kThreads, D == 256 ? 2 : 3) prefill_kernel(PrefillAttnArgs a) {
+__global__ void __launch_bounds__(kThreads, D == 256 ? 2 : 3) prefill_kernel(TileAttnArgs a) {
   using T = Tiles<D>;
   constexpr int kKeys = T::kKeys, kLd = T::kLd, kChunks = D / 8;  // kChunks: 16-byte chunks per row
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -216,7 +209,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 2 : 3) prefill_kernel(Pre
 }
 
 template <int D, class TO>
-cudaError_t launch(const PrefillAttnArgs& a, int64_t n, cudaStream_t stream) {
+cudaError_t launch(const TileAttnArgs& a, int64_t n, cudaStream_t stream) {
   const size_t smem = Tiles<D>::kSmem;
   static const cudaError_t attr =
       cudaFuncSetAttribute(prefill_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -227,7 +220,7 @@ cudaError_t launch(const PrefillAttnArgs& a, int64_t n, cudaStream_t stream) {
 }
 
 template <int D>
-cudaError_t launch(const PrefillAttnArgs& a, int64_t n, bool out_f32, cudaStream_t stream) {
+cudaError_t launch(const TileAttnArgs& a, int64_t n, bool out_f32, cudaStream_t stream) {
   return out_f32 ? launch<D, float>(a, n, stream) : launch<D, bf16>(a, n, stream);
 }
 
@@ -235,7 +228,7 @@ cudaError_t launch(const PrefillAttnArgs& a, int64_t n, bool out_f32, cudaStream
 
 bool prefill_attention_supported(int64_t head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
 
-cudaError_t launch_prefill_attention(const PrefillAttnArgs& a, int64_t n, bool out_f32, cudaStream_t stream) {
+cudaError_t launch_prefill_attention(const TileAttnArgs& a, int64_t n, bool out_f32, cudaStream_t stream) {
   if (a.d == 64) return launch<64>(a, n, out_f32, stream);
   if (a.d == 128) return launch<128>(a, n, out_f32, stream);
   return launch<256>(a, n, out_f32, stream);

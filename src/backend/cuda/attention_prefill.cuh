@@ -8,7 +8,7 @@
 
 namespace ft::cuda {
 
-struct PrefillAttnArgs {
+struct TileAttnArgs {
   const void* q;  // bf16 [n, n_head, d], strides q_tok / q_head
   int64_t q_tok, q_head;
   const void* k_cache;  // bf16 [n_pages, page_size, n_kv, d]
@@ -26,6 +26,6 @@ struct PrefillAttnArgs {
 
 bool prefill_attention_supported(int64_t head_dim);
 // out_f32: the output dtype is f32 (else bf16). n: query rows of the step.
-cudaError_t launch_prefill_attention(const PrefillAttnArgs& a, int64_t n, bool out_f32, cudaStream_t stream);
+cudaError_t launch_prefill_attention(const TileAttnArgs& a, int64_t n, bool out_f32, cudaStream_t stream);
 
 }  // namespace ft::cuda

@@ -1,0 +1,209 @@
+// Decode attention (one query row per sequence) on tensor cores, FlashDecoding style. One block of 4 warps per
+// (row, KV head, split): the query heads of the KV group are the rows of one 16-row MMA tile (the K and V rows are
+// read once for the whole group), the row's keys are divided into n_split ranges, and each warp runs an online
+// softmax over its own 16-key tiles of the range (tiles w, w + 4, ...; K and V double-buffered per warp by
+// cp.async through the page table). The four warps' states are merged in shared memory at the end, into the
+// output, or with several splits into partials that attention.cu's combine kernel merges.
+#include "backend/cuda/attention_decode.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/mma.cuh"
+
+namespace ft::cuda {
+namespace {
+
+constexpr int kWarps = 4, kThreads = kWarps * 32, kKeys = 16;
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int D>
+struct Smem {
+  static constexpr int kLd = D + 8;             // row pitch: the 8 rows of an ldmatrix fall in distinct banks
+  static constexpr int kTile = kKeys * kLd;     // one K or V tile
+  static constexpr int kWarpBytes = 4 * kTile * int{sizeof(bf16)};  // [2 stages][K, V] per warp
+  // The Q tile [16, kLd] after the warps' buffers; the merge reuses the buffers as [warps][16][D + 1] f32 + m, l.
+  static constexpr size_t kBytes = size_t{kWarps} * kWarpBytes + 16 * kLd * sizeof(bf16);
+  static_assert(kWarps * 16 * (D + 3) * sizeof(float) <= size_t{kWarps} * kWarpBytes);
+};
+
+template <int D, class TO>
+__global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_split, float* partial) {
+  using S = Smem<D>;
+  constexpr int kLd = S::kLd, kChunks = D / 8;  // 16-byte chunks per row
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int n_kv = static_cast<int>(a.n_kv), group = static_cast<int>(a.group), split = static_cast<int>(blockIdx.y);
+  const int row = static_cast<int>(blockIdx.x) / n_kv, kvh = static_cast<int>(blockIdx.x) % n_kv;
+  int lo_s = 0, hi_s = static_cast<int>(a.n_seq);  // the sequence s with q_start[s] <= row < q_start[s + 1]
+  while (hi_s - lo_s > 1) {
+    const int mid = (lo_s + hi_s) / 2;
+    if (a.q_start[mid] <= row) lo_s = mid;
+    else hi_s = mid;
+  }
+  const int seq = lo_s, page_size = static_cast<int>(a.page_size);
+  const int pos = a.kv_len[seq] - (a.q_start[seq + 1] - a.q_start[seq]) + (row - a.q_start[seq]);
+  const int lo = a.window > 0 ? max(0, pos - static_cast<int>(std::min<int64_t>(a.window, INT32_MAX)) + 1) : 0;
+  const int per = ((pos - lo + n_split) / n_split + kKeys - 1) / kKeys * kKeys;  // keys per split, whole tiles
+  const int k0 = lo + split * per, k1 = min(pos + 1, k0 + per);
+  const int32_t* pages = a.page_table + int64_t{seq} * a.pt_stride;
+  const bf16 *k_cache = static_cast<const bf16*>(a.k_cache), *v_cache = static_cast<const bf16*>(a.v_cache);
+  bf16* const kv = reinterpret_cast<bf16*>(smem_raw) + warp * 4 * S::kTile;  // this warp's [2][K, V] tiles
+  bf16* const qs = reinterpret_cast<bf16*>(smem_raw + size_t{kWarps} * S::kWarpBytes);
+
+  // The group's query heads as rows (rows past the group zero).
+  const bf16* q = static_cast<const bf16*>(a.q) + int64_t{row} * a.q_tok + int64_t{kvh} * group * a.q_head;
+  for (int c = threadIdx.x; c < 16 * kChunks; c += kThreads) {
+    const int r = c / kChunks, col = c % kChunks * 8;
+    cp_async16(qs + r * kLd + col, q + min(r, group - 1) * a.q_head + col, r < group ? 16 : 0);
+  }
+  cp_async_commit();
+  // Keys [k, k + 16) of K and V into the warp's stage (keys at or past k1 read as zeros): lane i finds key i % 16
+  // through the page table and hands its offset around.
+  auto load_kv = [&](int k, int stage) {
+    const int key = k + lane % kKeys;
+    int64_t off = -1;
+    if (key < k1) off = ((int64_t{pages[key / page_size]} * page_size + key % page_size) * a.n_kv + kvh) * D;
+    bf16* ks = kv + 2 * stage * S::kTile;
+#pragma unroll
+    for (int i = 0; i < kKeys * kChunks / 32; ++i) {
+      const int r = (lane + 32 * i) / kChunks, col = (lane + 32 * i) % kChunks * 8;
+      const int64_t src = __shfl_sync(0xffffffffu, off, r);
+      const int bytes = src < 0 ? 0 : 16;
+      cp_async16(ks + r * kLd + col, k_cache + std::max<int64_t>(src, 0) + col, bytes);
+      cp_async16(ks + S::kTile + r * kLd + col, v_cache + std::max<int64_t>(src, 0) + col, bytes);
+    }
+  };
+  const int first = k0 + kKeys * warp, step = kKeys * kWarps;  // the warp's tiles
+  if (first < k1) load_kv(first, 0);
+  cp_async_commit();
+  cp_async_wait<1>();  // Q is in (the first tile may still be in flight)
+  __syncthreads();
+  uint32_t qf[D / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], qs + (lane % 16) * kLd + 16 * kk + 8 * (lane / 16));
+
+  float o[D / 8][4] = {};                          // O [16 rows, D]: n8 tile dn, C layout
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {};  // rows g and g + 8: running max (log2 units), this lane's sum
+  const float scale_log2 = a.scale * kLog2e;
+  for (int k = first, stage = 0; k < k1; k += step, stage ^= 1) {
+    if (k + step < k1) load_kv(k + step, stage ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncwarp();
+    const bf16* ks = kv + 2 * stage * S::kTile;
+    const bf16* vs = ks + S::kTile;
+    float s[2][4] = {};  // S [16 heads, 16 keys]: n8 key tiles 0 and 1
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t b[4];
+      ldmatrix_x4(b, ks + (lane % 8 + 8 * (lane / 16)) * kLd + 16 * kk + 8 * (lane / 8 % 2));
+      mma_bf16_16816(s[0], qf[kk], b[0], b[1]);
+      mma_bf16_16816(s[1], qf[kk], b[2], b[3]);
+    }
+#pragma unroll
+    for (int jn = 0; jn < 2; ++jn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[jn][e] = k + 8 * jn + 2 * t + e % 2 < k1 ? s[jn][e] * scale_log2 : -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {  // row g (c0, c1) and row g + 8 (c2, c3)
+      float mx = fmaxf(m[i], fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));  // finite: the tile's first key is valid
+      const float alpha = exp2_ftz(m[i] - mx);
+      m[i] = mx;
+      l[i] *= alpha;
+#pragma unroll
+      for (int dn = 0; dn < D / 8; ++dn) o[dn][2 * i] *= alpha, o[dn][2 * i + 1] *= alpha;
+#pragma unroll
+      for (int jn = 0; jn < 2; ++jn)
+#pragma unroll
+        for (int e = 2 * i; e < 2 * i + 2; ++e) {
+          s[jn][e] = exp2_ftz(s[jn][e] - mx);
+          l[i] += s[jn][e];
+        }
+    }
+    // O += P V: P's A fragment is the S accumulators of the two n8 key tiles.
+    const uint32_t p[4] = {pack_bf16x2(s[0][0], s[0][1]), pack_bf16x2(s[0][2], s[0][3]),
+                           pack_bf16x2(s[1][0], s[1][1]), pack_bf16x2(s[1][2], s[1][3])};
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, vs + (lane % 16) * kLd + 16 * dp + 8 * (lane / 16));
+      mma_bf16_16816(o[2 * dp], p, b[0], b[1]);
+      mma_bf16_16816(o[2 * dp + 1], p, b[2], b[3]);
+    }
+    __syncwarp();  // the stage is consumed before the next iteration refills it
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warp is done with its buffers: they become the merge area
+
+  // Merge: warp w's O rows, max and sum in ws [w][16][D + 3] (O, then m, l).
+  float* ws = reinterpret_cast<float*>(smem_raw);
+  constexpr int kRowF = D + 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float* r = ws + (warp * 16 + g + 8 * i) * kRowF;
+#pragma unroll
+    for (int dn = 0; dn < D / 8; ++dn) r[8 * dn + 2 * t] = o[dn][2 * i], r[8 * dn + 2 * t + 1] = o[dn][2 * i + 1];
+    float sum = l[i] + __shfl_xor_sync(0xffffffffu, l[i], 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (t == 0) r[D] = m[i], r[D + 1] = sum;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < group * D; i += kThreads) {
+    const int r = i / D, c = i % D, h = kvh * group + r;
+    float sink = -INFINITY;  // the sink joins the softmax once: in split 0
+    if (a.sinks && split == 0)
+      sink = (a.sinks_bf16 ? __bfloat162float(static_cast<const bf16*>(a.sinks)[h])
+                           : static_cast<const float*>(a.sinks)[h]) * kLog2e;
+    float mx = sink;
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, ws[(w * 16 + r) * kRowF + D]);
+    float num = 0.0f, den = 0.0f;
+    if (mx != -INFINITY) {
+      den = sink == -INFINITY ? 0.0f : exp2_ftz(sink - mx);
+      for (int w = 0; w < kWarps; ++w) {
+        const float* wr = ws + (w * 16 + r) * kRowF;
+        const float f = exp2_ftz(wr[D] - mx);
+        num += f * wr[c];
+        den += f * wr[D + 1];
+      }
+    }
+    if (n_split == 1) {
+      TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + int64_t{h} * a.o_head;
+      out[c] = from_f32<TO>(den > 0.0f ? num / den : 0.0f);
+      continue;
+    }
+    float* part = partial + ((int64_t{row} * a.n_head + h) * n_split + split) * (D + 2);  // attention.cu's layout
+    part[c] = num;
+    if (c == 0) part[D] = mx == -INFINITY ? -INFINITY : mx / kLog2e, part[D + 1] = den;
+  }
+}
+
+template <int D, class TO>
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, cudaStream_t stream) {
+  constexpr size_t smem = Smem<D>::kBytes;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(decode_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(static_cast<unsigned>(n * a.n_kv), static_cast<unsigned>(n_split));
+  decode_kernel<D, TO><<<grid, kThreads, smem, stream>>>(a, n_split, partial);
+  return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32,
+                   cudaStream_t stream) {
+  return out_f32 ? launch<D, float>(a, n, n_split, partial, stream) : launch<D, bf16>(a, n, n_split, partial, stream);
+}
+
+}  // namespace
+
+bool decode_attention_supported(int64_t head_dim, int64_t group) {
+  return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= 16;
+}
+
+cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32,
+                                    cudaStream_t stream) {
+  if (a.d == 64) return launch<64>(a, n, n_split, partial, out_f32, stream);
+  return launch<128>(a, n, n_split, partial, out_f32, stream);
+}
+
+}  // namespace ft::cuda
