@@ -5,16 +5,27 @@
 namespace ft::cuda {
 namespace {
 
-constexpr int kBlock = 256;
+constexpr int kBlock = 256, kPerThread = 4, kCols = kBlock * kPerThread;
 
-unsigned grid_elems(int64_t n) { return static_cast<unsigned>(std::min<int64_t>((n + kBlock - 1) / kBlock, 65536)); }
-
+// Block (x, y) takes columns [kCols y, kCols (y + 1)) of rows x, x + gridDim.x, ...: the rows' offsets are worked
+// out once per row, and each thread's loads are issued before its stores.
 template <class TA, class TB, class TO, class F>
 __global__ void binary_kernel(const TA* a, RowMap am, const TB* b, RowMap bm, TO* out, RowMap om, int64_t d,
-                              int64_t n, F f) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / d, c = i % d;
-    out[om.offset(r) + c] = from_f32<TO>(f(to_f32(a[am.offset(r) + c]), to_f32(b[bm.offset(r) + c])));
+                              int64_t rows, F f) {
+  const int64_t c0 = blockIdx.y * int64_t{kCols} + threadIdx.x;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const TA* ar = a + am.offset(r);
+    const TB* br = b + bm.offset(r);
+    float v[kPerThread];
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const int64_t c = c0 + u * kBlock;
+      v[u] = c < d ? f(to_f32(ar[c]), to_f32(br[c])) : 0.0f;
+    }
+    TO* orow = out + om.offset(r);
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u)
+      if (c0 + u * kBlock < d) orow[c0 + u * kBlock] = from_f32<TO>(v[u]);
   }
 }
 
@@ -36,15 +47,17 @@ Status binary(const char* op, const Tensor& a, const Tensor& b, const Tensor& ou
   if (!same_shape(a, b) || !same_shape(a, out) || a.ndim < 1) return shape_error(op, "shapes differ");
   const int64_t n = a.numel(), d = a.dim(-1);
   if (n == 0) return ok_status();
+  const int64_t rows = n / d, col_blocks = (d + kCols - 1) / kCols;
+  if (col_blocks > 65535) return shape_error(op, "rows too long");
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 4096)), static_cast<unsigned>(col_blocks));
   with_type(a.dtype, [&](auto ta) {
     with_type(b.dtype, [&](auto tb) {
       with_type(out.dtype, [&](auto to) {
         using TA = decltype(ta);
         using TB = decltype(tb);
         using TO = decltype(to);
-        binary_kernel<<<grid_elems(n), kBlock, 0, cuda_stream(s).get()>>>(a.ptr<const TA>(), row_map(a),
-                                                                         b.ptr<const TB>(), row_map(b), out.ptr<TO>(),
-                                                                         row_map(out), d, n, f);
+        binary_kernel<<<grid, kBlock, 0, cuda_stream(s).get()>>>(a.ptr<const TA>(), row_map(a), b.ptr<const TB>(),
+                                                                 row_map(b), out.ptr<TO>(), row_map(out), d, rows, f);
       });
     });
   });
