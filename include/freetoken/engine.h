@@ -73,15 +73,18 @@ struct EngineStats {
   double decode_tokens_per_s = 0;  // recent
   double prefill_tokens_per_s = 0; // recent
   // Routed experts in host memory (--moe-backend offload, cpu, hybrid): per MoE layer, distinct experts per step
-  // that hit the device cache, were fetched over PCIe, were computed on the CPU; refreshed every few steps.
+  // that hit the device cache, were fetched over PCIe, were computed on the CPU, and the milliseconds spent in
+  // host -> device copies and in the CPU's expert jobs (both overlap other work); refreshed every few steps.
   std::string moe_backend = "fused";
   int64_t expert_slots = 0;
   int64_t expert_keys = 0;
   double fetch_share = 1.0;  // hybrid: the tuned share of misses fetched
   struct ExpertLayer {
     int64_t hits = 0, fetched = 0, cpu = 0;
+    double copy_ms = 0, cpu_ms = 0;
   };
   std::vector<ExpertLayer> expert_layers;
+  double step_seconds = 0;  // wall time of every engine step so far (what the copy and CPU times compare with)
   uint64_t expert_bytes_fetched = 0;  // host -> device, misses and streamed prefill chunks
   uint64_t device_bytes_in_use = 0;   // device memory the engine holds after warm-up, measured (0: not yet)
 };

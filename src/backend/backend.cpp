@@ -1,6 +1,7 @@
 // Backend construction by name, and the host backends (ref, cpu) that share host memory and a thread pool.
 #include "backend/backend.h"
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 
@@ -42,6 +43,10 @@ Backend::MemoryInfo host_memory_info() {
   return m;
 }
 
+struct HostEvent final : StreamEvent {
+  std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now();
+};
+
 class HostBackend final : public Backend {
  public:
   HostBackend(const char* name, const OpTable& ops, int n_threads)
@@ -62,6 +67,14 @@ class HostBackend final : public Backend {
   // Host work is done when it is enqueued: nothing to wait for.
   Result<std::unique_ptr<StreamEvent>> record(Stream&) override { return std::make_unique<StreamEvent>(); }
   Status wait(Stream&, const StreamEvent&) override { return ok_status(); }
+  Result<std::unique_ptr<StreamEvent>> record_timed(Stream&) override {
+    return std::unique_ptr<StreamEvent>(std::make_unique<HostEvent>());
+  }
+  Result<double> elapsed_ms(const StreamEvent& from, const StreamEvent& to) override {
+    return std::chrono::duration<double, std::milli>(static_cast<const HostEvent&>(to).at -
+                                                     static_cast<const HostEvent&>(from).at)
+        .count();
+  }
   Status copy_on(Stream&, const Tensor& src, const Tensor& dst) override { return copy(src, dst); }
   Status launch_host(Stream&, void (*fn)(void*), void* data) override {
     fn(data);

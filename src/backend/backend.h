@@ -81,6 +81,10 @@ class Backend {
   // A point on s after the work enqueued so far; wait() makes another stream wait for it (both capturable).
   virtual Result<std::unique_ptr<StreamEvent>> record(Stream& s) = 0;
   virtual Status wait(Stream& waiter, const StreamEvent& event) = 0;
+  // record() with a timestamp, and the milliseconds between two such events of one stream (waits for `to`; not
+  // for events recorded during a capture).
+  virtual Result<std::unique_ptr<StreamEvent>> record_timed(Stream& s) = 0;
+  virtual Result<double> elapsed_ms(const StreamEvent& from, const StreamEvent& to) = 0;
   // copy() on another of this backend's streams.
   virtual Status copy_on(Stream& s, const Tensor& src, const Tensor& dst) = 0;
   // Enqueues fn(data) on s: it runs on a host thread once the work before it is done, and the work after it waits

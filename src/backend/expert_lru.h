@@ -120,11 +120,14 @@ inline Pairs pairs_of(const Tensor& ids, const Tensor& slot_ids, const Tensor& c
 }
 
 // moe_cache_fill's and moe_chunk_ids' contracts.
-inline Status check_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of) {
+inline Status check_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of,
+                         const Tensor& timing) {
   if (src.ndim != 2 || dst.ndim != 2 || src.dim(1) != dst.dim(1) || src.dtype != DType::kU8 ||
       dst.dtype != DType::kU8 || !src.is_contiguous() || !dst.is_contiguous() || fills.dtype != DType::kI32 ||
       key_of.dtype != DType::kI32 || key_of.numel() != dst.dim(0))
     return invalid_argument("moe_cache_fill: src [n_keys, R] and dst [n_slots, R] u8, fills and key_of i32 expected");
+  if (timing.defined() && (timing.dtype != DType::kI64 || timing.numel() != 4 || !timing.is_contiguous()))
+    return invalid_argument("moe_cache_fill: timing [4] i64 expected");
   return ok_status();
 }
 

@@ -205,9 +205,11 @@ struct OpTable {
   Status (*moe_cache_lookup)(const Tensor& ids, const ExpertCacheTables& tables, const Tensor& slot_ids,
                              const Tensor& cpu_ids, const Tensor& fills, const MoeCacheLookupParams& p, Stream& s);
   // For each of the fills[0] slots in fills[1..]: dst[slot, :] = src[key_of[slot], :]. src [n_keys, R] u8 (host
-  // memory the device can read: the expert store); dst [n_slots, R] u8 (the slot pool).
+  // memory the device can read: the expert store); dst [n_slots, R] u8 (the slot pool). timing [4] i64 or
+  // undefined: timing[0] += the nanoseconds the copy took (the device's clock: from its start to its last byte);
+  // timing[1..3] is the op's scratch, zero between calls (zero all four to start).
   Status (*moe_cache_fill)(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of,
-                           Stream& s);
+                           const Tensor& timing, Stream& s);
   // out = ids - first where first <= ids < first + count, else -1 (the pairs of one chunk of experts).
   // ids, out [n, k] i32.
   Status (*moe_chunk_ids)(const Tensor& ids, int64_t first, int64_t count, const Tensor& out, Stream& s);

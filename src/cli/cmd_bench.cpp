@@ -172,17 +172,21 @@ Status bench_decode(const Args& a) {
     ExpertLayerStats t;
     if (!experts) return t;
     FT_ASSIGN_OR_RETURN(auto layers, experts->stats());
-    for (const auto& l : layers) t.hits += l.hits, t.fetched += l.fetched, t.cpu += l.cpu;
+    for (const auto& l : layers) {
+      t.hits += l.hits, t.fetched += l.fetched, t.cpu += l.cpu;
+      t.copy_ms += l.copy_ms, t.cpu_ms += l.cpu_ms;
+    }
     return t;
   };
 
   Decoder dec{*model, be, kv, std::vector<SequenceKv>(static_cast<size_t>(batch))};
   const bool profile = a.on("profile") && !be.device().is_cpu();
   OpTimes prefill_ops;
-  std::vector<double> prefill_times;
+  std::vector<double> prefill_times, prefill_copy_ms;
   // Prefill: one random prompt per sequence, each timed alone. The first one is cold (first-call setup) and, with
   // --profile, the last one is profiled: the figure is the fastest unprofiled one (batch 2, or 3 with --profile).
   for (auto& s : dec.seqs) {
+    FT_ASSIGN_OR_RETURN(const ExpertLayerStats prefill_before, expert_totals());
     const auto prefill_t0 = Clock::now();
     ForwardBatch b;
     FT_RETURN_IF_ERROR(s.reserve(kv.pool(), kv.page_size(), static_cast<int32_t>(prompt)));
@@ -200,9 +204,12 @@ Status bench_decode(const Args& a) {
     }
     FT_RETURN_IF_ERROR(be.stream().synchronize());
     if (!profiled) prefill_times.push_back(seconds_since(prefill_t0));
+    FT_ASSIGN_OR_RETURN(const ExpertLayerStats prefill_after, expert_totals());
+    if (!profiled) prefill_copy_ms.push_back(prefill_after.copy_ms - prefill_before.copy_ms);
     s.advance(static_cast<int32_t>(prompt));
   }
-  const double prefill_s = *std::min_element(prefill_times.begin(), prefill_times.end());
+  const auto fastest = std::min_element(prefill_times.begin(), prefill_times.end());
+  const double prefill_s = *fastest, prefill_copy_s = 1e-3 * prefill_copy_ms[static_cast<size_t>(fastest - prefill_times.begin())];
   auto eager_steps = [&](int64_t n) -> Result<double> {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < n; ++i) {
@@ -311,9 +318,13 @@ Status bench_decode(const Args& a) {
     std::printf("  serial bound: %.3f ms HBM + %.3f ms PCIe + %.3f ms CPU = %.3f ms/step (%.1f tok/s); reached %.1f%%\n",
                 1e3 * hbm_s, 1e3 * pcie_s, 1e3 * cpu_s, 1e3 * bound_s, static_cast<double>(batch) / bound_s,
                 100.0 * bound_s / step_s);
+    const double copy_ms = (after.copy_ms - before.copy_ms) / steps, cpu_ms = (after.cpu_ms - before.cpu_ms) / steps;
+    std::printf("  time per step in copies %.3f ms (%.1f%% of the step), in CPU expert jobs %.3f ms (%.1f%%)\n", copy_ms,
+                100.0 * copy_ms / (1e3 * step_s), cpu_ms, 100.0 * cpu_ms / (1e3 * step_s));
     const double pool_s = static_cast<double>(store.bytes()) / (pcie_copy * 1e9);
-    std::printf("  prefill bound (expert pool over PCIe, copy engine %.1f GB/s): %.3f s; prefill took %.2fx of it\n",
-                pcie_copy, pool_s, prefill_s / pool_s);
+    std::printf("  prefill bound (expert pool over PCIe, copy engine %.1f GB/s): %.3f s; prefill took %.2fx of it, "
+                "its copies %.3f s\n",
+                pcie_copy, pool_s, prefill_s / pool_s, prefill_copy_s);
     FT_RETURN_IF_ERROR(experts->cpu_status());
     if (!be.device().is_cpu()) {  // the plan against what the device actually holds after the steps
       FT_ASSIGN_OR_RETURN(const Backend::MemoryInfo now, be.memory_info());

@@ -73,9 +73,10 @@ Status moe_cache_lookup(const Tensor& ids, const ExpertCacheTables& t, const Ten
   FT_RETURN_IF_ERROR(g_active->before("moe_cache_lookup"));
   return inner().moe_cache_lookup(ids, t, slot_ids, cpu_ids, fills, p, s);
 }
-Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of, Stream& s) {
+Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of,
+                      const Tensor& timing, Stream& s) {
   FT_RETURN_IF_ERROR(g_active->before("moe_cache_fill (PCIe)"));
-  return inner().moe_cache_fill(src, dst, fills, key_of, s);
+  return inner().moe_cache_fill(src, dst, fills, key_of, timing, s);
 }
 bool supports(Op op, DType act, DType weight) { return inner().supports(op, act, weight); }
 size_t moe_workspace_bytes(int64_t n, int64_t k, int64_t d, int64_t inter) {

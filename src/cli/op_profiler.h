@@ -28,6 +28,10 @@ class ProfilingBackend final : public Backend {
   Result<std::unique_ptr<Stream>> create_stream() override { return inner_->create_stream(); }
   Result<std::unique_ptr<StreamEvent>> record(Stream& s) override { return inner_->record(s); }
   Status wait(Stream& waiter, const StreamEvent& e) override { return inner_->wait(waiter, e); }
+  Result<std::unique_ptr<StreamEvent>> record_timed(Stream& s) override { return inner_->record_timed(s); }
+  Result<double> elapsed_ms(const StreamEvent& from, const StreamEvent& to) override {
+    return inner_->elapsed_ms(from, to);
+  }
   Status copy_on(Stream& s, const Tensor& src, const Tensor& dst) override { return inner_->copy_on(s, src, dst); }
   Status launch_host(Stream& s, void (*fn)(void*), void* data) override { return inner_->launch_host(s, fn, data); }
   Result<std::shared_ptr<Buffer>> map_host(void* data, size_t bytes) override { return inner_->map_host(data, bytes); }

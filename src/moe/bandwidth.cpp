@@ -60,7 +60,7 @@ Result<double> measure_h2d_fill(Backend& device, const ExpertShape& shape, int64
   FT_RETURN_IF_ERROR(device.copy(key_of, d_key_of));
   FT_RETURN_IF_ERROR(device.copy(fills, d_fills));
   return timed_gbps(device, static_cast<double>(n_records * R), 5, [&](int) {
-    return device.ops().moe_cache_fill(store->device_records(), slots, d_fills, d_key_of, device.stream());
+    return device.ops().moe_cache_fill(store->device_records(), slots, d_fills, d_key_of, Tensor{}, device.stream());
   });
 }
 

@@ -3,6 +3,7 @@
 #include "moe/expert_cache.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 
 namespace ft {
@@ -40,7 +41,7 @@ uint64_t ExpertCache::fixed_bytes(const ExpertShape& s, const ExpertCacheOptions
   const uint64_t keys = static_cast<uint64_t>(s.n_layers * s.n_expert), k = static_cast<uint64_t>(o.n_expert_used);
   const uint64_t tokens = static_cast<uint64_t>(std::min(o.slot_path_max_tokens, o.max_tokens));
   const uint64_t d = static_cast<uint64_t>(s.d);
-  uint64_t b = keys * 12 + static_cast<uint64_t>(s.n_layers) * 24 + tokens * k * 12 + 4096;
+  uint64_t b = keys * 12 + static_cast<uint64_t>(s.n_layers) * (24 + 32) + tokens * k * 12 + 4096;
   const bool may_stream = o.max_tokens > std::min<int64_t>(o.slot_path_max_tokens, s.n_layers * s.n_expert / std::max<int64_t>(o.n_expert_used, 1));
   if (may_stream)
     b += static_cast<uint64_t>(ring_size(o) * chunk_experts(s, o)) * (slot_bytes(s) - 12) +
@@ -86,6 +87,12 @@ Status ExpertCache::allocate() {
   FT_ASSIGN_OR_RETURN(tables_.miss_keys, take(DType::kI32, {std::max<int64_t>(S * k, 1)}));
   FT_ASSIGN_OR_RETURN(slot_ids_, take(DType::kI32, {std::max<int64_t>(S, 1), k}));
   FT_ASSIGN_OR_RETURN(fills_, take(DType::kI32, {1 + S * k}));
+  FT_ASSIGN_OR_RETURN(fill_timing_, take(DType::kI64, {sh.n_layers, 4}));
+  FT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::host(DType::kI64, {sh.n_layers, 4}));
+  std::fill_n(zeros.ptr<int64_t>(), zeros.numel(), 0);
+  FT_RETURN_IF_ERROR(device_.copy(zeros, fill_timing_));
+  cpu_ms_.assign(static_cast<size_t>(sh.n_layers), 0.0);
+  stream_ms_.assign(static_cast<size_t>(sh.n_layers), 0.0);
   FT_ASSIGN_OR_RETURN(side_, device_.create_stream());
 
   auto mapped = [&](DType dt, int64_t rows_, int64_t cols, Tensor& host, Tensor& dev) -> Status {
@@ -152,7 +159,8 @@ Status ExpertCache::preload() {
   FT_RETURN_IF_ERROR(device_.copy(lru, tables_.lru));
   FT_ASSIGN_OR_RETURN(Tensor dev_fills, device_.empty(DType::kI32, {1 + n_fill}));
   FT_RETURN_IF_ERROR(device_.copy(fills, dev_fills));
-  FT_RETURN_IF_ERROR(ops().moe_cache_fill(store_.device_records(), pool_, dev_fills, tables_.key_of, device_.stream()));
+  FT_RETURN_IF_ERROR(
+      ops().moe_cache_fill(store_.device_records(), pool_, dev_fills, tables_.key_of, Tensor{}, device_.stream()));
   return device_.stream().synchronize();
 }
 
@@ -194,7 +202,8 @@ Status ExpertCache::forward_slots(Stream& s, int64_t layer, const Tensor& x, con
     FT_RETURN_IF_ERROR(device_.launch_host(*side_, &ExpertCache::run_cpu_job, job));
   }
   if (options_.backend != MoeBackend::kCpu)
-    FT_RETURN_IF_ERROR(ops().moe_cache_fill(store_.device_records(), pool_, fills, tables_.key_of, s));
+    FT_RETURN_IF_ERROR(ops().moe_cache_fill(store_.device_records(), pool_, fills, tables_.key_of,
+                                            fill_timing_.select(0, layer), s));
   FT_RETURN_IF_ERROR(ops().moe_experts(x, slot_ids, weights, store_.gate_up_view(pool_, 0, options_.n_slots),
                                        store_.down_view(pool_, 0, options_.n_slots), out, workspace, s));
   if (!cpu_side) return ok_status();
@@ -215,12 +224,14 @@ void ExpertCache::compute_on_cpu(int64_t layer, int64_t n) {
     std::fill_n(y_host_.ptr<float>(), n * y_host_.dim(1), 0.0f);
     return;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   const Status st = cpu_->ops().moe_experts(rows(x_host_, n), rows(cpu_ids_host_, n), rows(w_host_, n),
                                             store_.gate_up(layer), store_.down(layer), rows(y_host_, n), cpu_ws_,
                                             cpu_->stream());
-  if (st.ok()) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(g_cpu_status_mutex);
-  if (cpu_status_.ok()) cpu_status_ = st;
+  cpu_ms_[static_cast<size_t>(layer)] += ms;
+  if (!st.ok() && cpu_status_.ok()) cpu_status_ = st;
 }
 
 Status ExpertCache::cpu_status() const {
@@ -234,9 +245,11 @@ Status ExpertCache::issue_chunk_copy(int64_t key, int64_t b) {
   const int64_t layer = key / per_layer, first = key % per_layer * C, count = std::min(C, sh.n_expert - first);
   const auto i = static_cast<size_t>(b);
   if (ring_free_[i]) FT_RETURN_IF_ERROR(device_.wait(*side_, *ring_free_[i]));
+  FT_ASSIGN_OR_RETURN(std::shared_ptr<StreamEvent> start, device_.record_timed(*side_));
   FT_RETURN_IF_ERROR(device_.copy_on(*side_, store_.records().slice(0, layer * sh.n_expert + first, count),
                                      ring_[i].slice(0, 0, count)));
-  FT_ASSIGN_OR_RETURN(ring_ready_[i], device_.record(*side_));
+  FT_ASSIGN_OR_RETURN(ring_ready_[i], device_.record_timed(*side_));
+  copies_.push_back({layer, std::move(start), ring_ready_[i]});
   ring_key_[i] = key;
   streamed_bytes_ += static_cast<uint64_t>(count) * store_.record_bytes();
   return ok_status();
@@ -259,6 +272,7 @@ Status ExpertCache::forward_streamed(Stream& s, int64_t layer, const Tensor& x, 
   const int64_t n = x.dim(0), C = chunk_experts(sh, options_), per_layer = (sh.n_expert + C - 1) / C;
   const int64_t B = static_cast<int64_t>(ring_.size());
   const Tensor local_ids = rows(chunk_ids_, n);
+  if (copies_.size() > 4096) FT_RETURN_IF_ERROR(count_copies());  // a long run of prompts without stats()
   for (int64_t c = 0; c < per_layer; ++c) {
     const int64_t key = layer * per_layer + c;
     if (ring_queued_ == 0 || ring_key_[static_cast<size_t>(ring_head_)] != key) {
@@ -282,14 +296,29 @@ Status ExpertCache::forward_streamed(Stream& s, int64_t layer, const Tensor& x, 
   return top_up_ring();
 }
 
+Status ExpertCache::count_copies() {
+  for (const TimedCopy& c : copies_) {
+    FT_ASSIGN_OR_RETURN(const double ms, device_.elapsed_ms(*c.start, *c.end));
+    stream_ms_[static_cast<size_t>(c.layer)] += ms;
+  }
+  copies_.clear();
+  return ok_status();
+}
+
 Result<std::vector<ExpertLayerStats>> ExpertCache::stats() {
-  FT_ASSIGN_OR_RETURN(Tensor host, Tensor::host(DType::kI64, {store_.shape().n_layers, 3}));
+  const int64_t L = store_.shape().n_layers;
+  FT_ASSIGN_OR_RETURN(Tensor host, Tensor::host(DType::kI64, {L, 3}));
+  FT_ASSIGN_OR_RETURN(Tensor timing, Tensor::host(DType::kI64, {L, 4}));
   FT_RETURN_IF_ERROR(device_.copy(tables_.stats, host));
+  FT_RETURN_IF_ERROR(device_.copy(fill_timing_, timing));
   FT_RETURN_IF_ERROR(device_.stream().synchronize());
-  std::vector<ExpertLayerStats> out(static_cast<size_t>(store_.shape().n_layers));
+  FT_RETURN_IF_ERROR(count_copies());
+  std::vector<ExpertLayerStats> out(static_cast<size_t>(L));
+  std::lock_guard<std::mutex> lock(g_cpu_status_mutex);
   for (size_t l = 0; l < out.size(); ++l) {
     const int64_t* v = host.ptr<const int64_t>() + 3 * l;
-    out[l] = {v[0], v[1], v[2]};
+    out[l] = {v[0], v[1], v[2], 1e-6 * static_cast<double>(timing.ptr<const int64_t>()[4 * l]) + stream_ms_[l],
+              cpu_ms_[l]};
   }
   return out;
 }

@@ -32,6 +32,8 @@ struct ExpertCacheOptions {
 
 struct ExpertLayerStats {
   int64_t hits = 0, fetched = 0, cpu = 0;  // distinct experts per step
+  double copy_ms = 0;  // host -> device copies: cache fills (device clock) and streamed chunks (copy engine)
+  double cpu_ms = 0;   // the CPU's expert jobs (host clock)
 };
 
 class ExpertCache {
@@ -59,7 +61,7 @@ class ExpertCache {
   // Changes whenever the work forward() enqueues changes shape (hybrid entering or leaving share 1, where the CPU
   // path drops out): stream graphs captured before must be captured again.
   uint64_t epoch() const { return epoch_; }
-  // Counters since creation, per MoE layer (waits for the device).
+  // Counters and times since creation, per MoE layer (waits for the device).
   Result<std::vector<ExpertLayerStats>> stats();
   // Bytes copied host -> device so far: the fetched records `layers` (from stats()) counts plus streamed layers.
   uint64_t bytes_fetched(const std::vector<ExpertLayerStats>& layers) const;
@@ -103,6 +105,7 @@ class ExpertCache {
   ExpertCacheTables tables_;
   Tensor slot_ids_;  // [slot_path_max_tokens, k] i32
   Tensor fills_;     // [1 + slot_path_max_tokens k] i32
+  Tensor fill_timing_;  // [n_layers, 4] i64: per layer the fills' nanoseconds, then moe_cache_fill's scratch
 
   // CPU side (cpu, hybrid): host-mapped buffers the device writes and reads, each with a host and a device view.
   std::unique_ptr<Backend> cpu_;
@@ -115,18 +118,26 @@ class ExpertCache {
   std::deque<CpuJob> jobs_;            // stable addresses (graphs keep them)
   std::map<std::pair<int64_t, int64_t>, CpuJob*> job_of_;
   Status cpu_status_;
+  std::vector<double> cpu_ms_;  // per MoE layer, under the CPU status mutex
 
   // Streaming (prefill): a ring of stream_buffers buffers of stream_chunk_experts records, filled in chunk order
   // (cycling over the layers' chunks). The queue is the buffers from ring_head_ on holding chunks copied (or being
   // copied) and not yet computed.
   std::vector<Tensor> ring_;                             // [C, R] u8 on the device each
   std::vector<int64_t> ring_key_;                        // the chunk each buffer holds (or is being copied), -1
-  std::vector<std::unique_ptr<StreamEvent>> ring_ready_;  // on side_: the copy into the buffer is done
+  std::vector<std::shared_ptr<StreamEvent>> ring_ready_;  // on side_: the copy into the buffer is done
   std::vector<std::unique_ptr<StreamEvent>> ring_free_;   // on the main stream: the compute reading it is done
   int64_t ring_head_ = 0, ring_queued_ = 0, next_key_ = 0;
   Tensor chunk_ids_;                                     // [max_tokens, k] i32
   Tensor chunk_out_;                                     // [max_tokens, d] f32
   uint64_t streamed_bytes_ = 0;
+  struct TimedCopy {
+    int64_t layer;
+    std::shared_ptr<StreamEvent> start, end;
+  };
+  std::vector<TimedCopy> copies_;  // streamed chunk copies not yet counted in stream_ms_
+  std::vector<double> stream_ms_;  // per MoE layer
+  Status count_copies();           // waits for the listed copies and adds their times
 };
 
 }  // namespace ft

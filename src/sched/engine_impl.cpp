@@ -342,6 +342,7 @@ void EngineImpl::check_memory_after_warmup() {
 
 void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
   if (!experts_) return;
+  step_seconds_ += seconds;
   if (share_tuner_ && plan.n_prefill_tokens == 0 && plan.n_decode_tokens > 0 &&
       share_tuner_->observe(1e3 * seconds)) {
     const Status st = experts_->set_fetch_share(share_tuner_->share());
@@ -355,7 +356,8 @@ void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
   if (!layers.ok()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.expert_layers.clear();
-  for (const auto& l : *layers) stats_.expert_layers.push_back({l.hits, l.fetched, l.cpu});
+  for (const auto& l : *layers) stats_.expert_layers.push_back({l.hits, l.fetched, l.cpu, l.copy_ms, l.cpu_ms});
+  stats_.step_seconds = step_seconds_;
   stats_.expert_bytes_fetched = experts_->bytes_fetched(*layers);
   stats_.fetch_share = experts_->fetch_share();
 }

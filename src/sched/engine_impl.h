@@ -57,6 +57,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<ExpertCache> experts_;      // routed experts in host memory
   std::unique_ptr<ShareTuner> share_tuner_;   // hybrid
   int32_t steps_since_expert_stats_ = 0;
+  double step_seconds_ = 0;  // engine thread: every step's wall time (experts in host memory)
   uint64_t device_used_at_start_ = 0;
   bool device_bytes_measured_ = false;
   std::unique_ptr<Scheduler> scheduler_;

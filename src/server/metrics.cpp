@@ -91,6 +91,14 @@ std::string Metrics::prometheus(const EngineStats* e, bool ready, int active_str
       }
       metric(o, "freetoken_expert_bytes_fetched_total", "counter", "expert bytes copied host to device");
       o << "freetoken_expert_bytes_fetched_total " << e->expert_bytes_fetched << '\n';
+      double copy_ms = 0, cpu_ms = 0;
+      for (const auto& l : e->expert_layers) copy_ms += l.copy_ms, cpu_ms += l.cpu_ms;
+      metric(o, "freetoken_expert_copy_seconds_total", "counter", "time in host to device expert copies");
+      o << "freetoken_expert_copy_seconds_total " << 1e-3 * copy_ms << '\n';
+      metric(o, "freetoken_expert_cpu_seconds_total", "counter", "time in the CPU's expert jobs");
+      o << "freetoken_expert_cpu_seconds_total " << 1e-3 * cpu_ms << '\n';
+      metric(o, "freetoken_step_seconds_total", "counter", "wall time of engine steps");
+      o << "freetoken_step_seconds_total " << e->step_seconds << '\n';
     }
   }
   return o.str();

@@ -124,8 +124,14 @@ test('experts in host memory: --moe-strategy offload serves, /v1/stats and /metr
     assert.equal(experts.layers.length, 3);
     assert.ok(experts.hits + experts.fetched > 0, JSON.stringify(experts));
     assert.ok(experts.fetched > 0 && experts.bytes_fetched > 0, JSON.stringify(experts));
+    // Fills took time, less than the steps that ran them; nothing ran on the CPU's expert path.
+    assert.ok(experts.copy_seconds > 0 && experts.copy_seconds < experts.step_seconds, JSON.stringify(experts));
+    assert.equal(experts.cpu_seconds, 0);
+    assert.ok(experts.layers.every((l) => l.copy_ms >= 0) && experts.layers.some((l) => l.copy_ms > 0));
     const metrics = (await http(srv.base, 'GET', '/metrics')).text;
     assert.match(metrics, /freetoken_expert_lookups_total\{outcome="fetched"\} [1-9]/);
+    assert.match(metrics, /freetoken_expert_copy_seconds_total [0-9.e-]+\n/);
+    assert.match(metrics, /freetoken_step_seconds_total [0-9.e-]+\n/);
   } finally {
     await srv.stop();
   }

@@ -1,4 +1,5 @@
 // Expert cache ops on the host: the shared LRU algorithm, record copies, chunk id remapping.
+#include <chrono>
 #include <cstring>
 
 #include "backend/cpu/common.h"
@@ -14,8 +15,10 @@ Status moe_cache_lookup(const Tensor& ids, const ExpertCacheTables& tables, cons
   return ok_status();
 }
 
-Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of, Stream& s) {
-  FT_RETURN_IF_ERROR(expert_lru::check_fill(src, dst, fills, key_of));
+Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of,
+                      const Tensor& timing, Stream& s) {
+  FT_RETURN_IF_ERROR(expert_lru::check_fill(src, dst, fills, key_of, timing));
+  const auto t0 = std::chrono::steady_clock::now();
   const int32_t* f = fills.ptr<const int32_t>();
   const int64_t record = src.dim(1);
   for (int32_t i = 0; i < f[0]; ++i) {
@@ -26,6 +29,9 @@ Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills,
     auto* to = dst.ptr<unsigned char>() + slot * record;
     parallel_for(s, record, 1 << 16, [&](int, int64_t b, int64_t e) { std::memcpy(to + b, from + b, static_cast<size_t>(e - b)); });
   }
+  if (timing.defined())
+    timing.ptr<int64_t>()[0] +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   return ok_status();
 }
 

@@ -146,6 +146,21 @@ class CudaBackend final : public Backend {
     return std::unique_ptr<StreamEvent>(std::move(e));
   }
 
+  Result<std::unique_ptr<StreamEvent>> record_timed(Stream& s) override {
+    auto e = std::make_unique<CudaEvent>();
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventCreate(&e->event), "cudaEventCreate"));
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventRecord(e->event, cuda::cuda_stream(s).get()), "cudaEventRecord"));
+    return std::unique_ptr<StreamEvent>(std::move(e));
+  }
+
+  Result<double> elapsed_ms(const StreamEvent& from, const StreamEvent& to) override {
+    const cudaEvent_t a = static_cast<const CudaEvent&>(from).event, b = static_cast<const CudaEvent&>(to).event;
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventSynchronize(b), "cudaEventSynchronize"));
+    float ms = 0.0f;
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime"));
+    return static_cast<double>(ms);
+  }
+
   Status wait(Stream& waiter, const StreamEvent& event) override {
     return cuda::cuda_status(
         cudaStreamWaitEvent(cuda::cuda_stream(waiter).get(), static_cast<const CudaEvent&>(event).event, 0),

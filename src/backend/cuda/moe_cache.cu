@@ -16,9 +16,19 @@ __global__ void lookup_kernel(expert_lru::Tables t, expert_lru::Pairs p, int64_t
 constexpr int kFillThreads = 256;
 constexpr int kFillUnroll = 4;  // 16-byte loads in flight per thread
 
-// Grid-stride over (fill, 16-byte chunk): dst[slot] = src[key_of[slot]]. Records are whole 16-byte chunks.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Grid-stride over (fill, 16-byte chunk): dst[slot] = src[key_of[slot]]. Records are whole 16-byte chunks. With
+// timing: the first block to start stamps timing[1], every block raises timing[2] to its end, and the last block
+// to finish adds the difference to timing[0] and clears the scratch.
 __global__ void __launch_bounds__(kFillThreads) fill_kernel(const uint4* src, uint4* dst, const int32_t* fills,
-                                                            const int32_t* key_of, int64_t chunks) {
+                                                            const int32_t* key_of, int64_t chunks,
+                                                            unsigned long long* timing) {
+  if (timing && threadIdx.x == 0) atomicCAS(&timing[1], 0ull, global_ns());
   const int32_t n = fills[0];
   const int64_t total = n * chunks, step = int64_t{gridDim.x} * kFillThreads * kFillUnroll;
   for (int64_t base = (int64_t{blockIdx.x} * kFillThreads) * kFillUnroll + threadIdx.x; base < total; base += step) {
@@ -39,6 +49,14 @@ __global__ void __launch_bounds__(kFillThreads) fill_kernel(const uint4* src, ui
     for (int u = 0; u < kFillUnroll; ++u)
       if (at[u] >= 0) dst[at[u]] = v[u];
   }
+  if (!timing) return;
+  __syncthreads();  // the block's copies are done
+  if (threadIdx.x != 0) return;
+  atomicMax(&timing[2], global_ns());
+  __threadfence();
+  if (atomicAdd(&timing[3], 1ull) != gridDim.x - 1) return;
+  timing[0] += atomicAdd(&timing[2], 0ull) - atomicAdd(&timing[1], 0ull);
+  timing[1] = timing[2] = timing[3] = 0;
 }
 
 __global__ void chunk_ids_kernel(const int32_t* ids, int64_t ld, int32_t* out, int64_t out_ld, int64_t n, int64_t k,
@@ -62,15 +80,16 @@ Status moe_cache_lookup(const Tensor& ids, const ExpertCacheTables& tables, cons
   return launch_status("moe_cache_lookup");
 }
 
-Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of, Stream& s) {
-  FT_RETURN_IF_ERROR(device_check("moe_cache_fill", {&src, &dst, &fills, &key_of}));
-  FT_RETURN_IF_ERROR(expert_lru::check_fill(src, dst, fills, key_of));
+Status moe_cache_fill(const Tensor& src, const Tensor& dst, const Tensor& fills, const Tensor& key_of,
+                      const Tensor& timing, Stream& s) {
+  FT_RETURN_IF_ERROR(device_check("moe_cache_fill", {&src, &dst, &fills, &key_of, &timing}));
+  FT_RETURN_IF_ERROR(expert_lru::check_fill(src, dst, fills, key_of, timing));
   if (src.dim(1) % 16 != 0 || !aligned16(src.data()) || !aligned16(dst.data()))
     return shape_error("moe_cache_fill", "records must be whole, aligned 16-byte chunks");
   CudaStream& cs = cuda_stream(s);
   fill_kernel<<<static_cast<unsigned>(cs.n_sm() * 2), kFillThreads, 0, cs.get()>>>(
       src.ptr<const uint4>(), dst.ptr<uint4>(), fills.ptr<const int32_t>(), key_of.ptr<const int32_t>(),
-      src.dim(1) / 16);
+      src.dim(1) / 16, timing.defined() ? reinterpret_cast<unsigned long long*>(timing.data()) : nullptr);
   return launch_status("moe_cache_fill");
 }
 
