@@ -49,8 +49,8 @@ struct HostEvent final : StreamEvent {
 
 class HostBackend final : public Backend {
  public:
-  HostBackend(const char* name, const OpTable& ops, int n_threads)
-      : name_(name), ops_(ops), pool_(n_threads), stream_(&pool_) {}
+  HostBackend(const char* name, const OpTable& ops, int n_threads, bool pin_threads)
+      : name_(name), ops_(ops), pool_(n_threads, pin_threads), stream_(&pool_) {}
   const char* name() const override { return name_; }
   Device device() const override { return kCpuDevice; }
   const OpTable& ops() const override { return ops_; }
@@ -93,8 +93,8 @@ class HostBackend final : public Backend {
 }  // namespace
 
 Result<std::unique_ptr<Backend>> create_backend(std::string_view name, const BackendOptions& options) {
-  if (name == "ref") return std::unique_ptr<Backend>(new HostBackend("ref", ref_op_table(), 1));
-  if (name == "cpu") return std::unique_ptr<Backend>(new HostBackend("cpu", cpu_op_table(), options.n_threads));
+  if (name == "ref") return std::unique_ptr<Backend>(new HostBackend("ref", ref_op_table(), 1, false));
+  if (name == "cpu") return std::unique_ptr<Backend>(new HostBackend("cpu", cpu_op_table(), options.n_threads, options.pin_threads));
   if (name == "cuda") {
 #ifdef FT_HAVE_CUDA
     return create_cuda_backend(options);

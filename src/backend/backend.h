@@ -102,6 +102,7 @@ class Backend {
 
 struct BackendOptions {
   int n_threads = 0;  // host threads, 0 = one per core
+  bool pin_threads = false;  // host backends: bind each worker thread to a core (see ThreadPool)
   int device_index = 0;
 };
 

@@ -3,15 +3,52 @@
 
 #include <algorithm>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include "core/check.h"
 
 namespace ft {
 
 int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-ThreadPool::ThreadPool(int n_threads) {
+namespace {
+
+// The process's allowed cores, highest first (empty where the affinity cannot be read).
+std::vector<int> allowed_cores() {
+  std::vector<int> cores;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cores;
+  for (int c = CPU_SETSIZE - 1; c >= 0; --c)
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+#endif
+  return cores;
+}
+
+void pin_to(std::thread& t, int core) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  pthread_setaffinity_np(t.native_handle(), sizeof set, &set);  // best effort: an unpinned worker still works
+#else
+  (void)t, (void)core;
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, bool pin) {
   if (n_threads <= 0) n_threads = hardware_threads();
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  const std::vector<int> cores = pin ? allowed_cores() : std::vector<int>{};
+  for (int i = 1; i < n_threads; ++i) {
+    workers_.emplace_back([this, i] { worker_loop(i); });
+    if (!cores.empty()) pin_to(workers_.back(), cores[static_cast<size_t>(i - 1) % cores.size()]);
+  }
 }
 
 ThreadPool::~ThreadPool() {

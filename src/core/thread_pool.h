@@ -13,8 +13,9 @@ namespace ft {
 
 class ThreadPool {
  public:
-  // n_threads counts the caller: n_threads == 1 runs everything inline. 0 means one per core.
-  explicit ThreadPool(int n_threads = 0);
+  // n_threads counts the caller: n_threads == 1 runs everything inline. 0 means one per core. pin: each worker
+  // is bound to one core of the process's affinity set, the highest-numbered first (the caller is not bound).
+  explicit ThreadPool(int n_threads = 0, bool pin = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

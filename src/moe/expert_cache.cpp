@@ -105,6 +105,7 @@ Status ExpertCache::allocate() {
   if (has_cpu_side(options_)) {
     BackendOptions bo;
     bo.n_threads = options_.cpu_threads;
+    bo.pin_threads = true;  // the pool runs every step: keep its workers on their cores
     FT_ASSIGN_OR_RETURN(cpu_, create_backend("cpu", bo));
     FT_RETURN_IF_ERROR(mapped(DType::kI32, S, k, cpu_ids_host_, cpu_ids_dev_));
     FT_RETURN_IF_ERROR(mapped(DType::kF32, S, sh.d, x_host_, x_dev_));

@@ -8,6 +8,10 @@
 
 #include "core/thread_pool.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace ft {
 namespace {
 
@@ -58,6 +62,30 @@ TEST(ThreadPool, UsesEveryThreadWhenThereIsWork) {
   std::vector<std::atomic<int>> used(4);
   pool.parallel_for(400, [&](int t, int64_t, int64_t) { used[static_cast<size_t>(t)]++; });
   for (auto& u : used) EXPECT_EQ(u.load(), 1);
+}
+
+// Pinned workers each run on one core of the process's set, the highest-numbered first (Linux), and the pool
+// still splits work over every thread.
+TEST(ThreadPool, PinnedWorkersStayOnTheirCores) {
+  ThreadPool pool(3, /*pin=*/true);
+  std::vector<std::atomic<int>> used(3);
+  std::vector<int> core(3, -1);
+  pool.parallel_for(300, [&](int t, int64_t, int64_t) {
+    used[static_cast<size_t>(t)]++;
+#if defined(__linux__)
+    core[static_cast<size_t>(t)] = sched_getcpu();
+#endif
+  });
+  for (auto& u : used) EXPECT_EQ(u.load(), 1);
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  std::vector<int> allowed;
+  for (int c = CPU_SETSIZE - 1; c >= 0; --c)
+    if (CPU_ISSET(c, &set)) allowed.push_back(c);
+  for (size_t w = 1; w < 3; ++w) EXPECT_EQ(core[w], allowed[(w - 1) % allowed.size()]) << "worker " << w;
+#endif
 }
 
 TEST(ThreadPool, ConstructAndDestroyRepeatedly) {
