@@ -9,6 +9,8 @@ const char* op_name(Op op) {
     case Op::kMatmul: return "matmul";
     case Op::kRmsNorm: return "rms_norm";
     case Op::kRope: return "rope";
+    case Op::kAddRmsNorm: return "add_rms_norm";
+    case Op::kQkNormRopeStore: return "qk_norm_rope_store";
     case Op::kSwiglu: return "swiglu";
     case Op::kSoftmax: return "softmax";
     case Op::kAdd: return "add";

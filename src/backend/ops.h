@@ -22,6 +22,8 @@ enum class Op {
   kMatmul,
   kRmsNorm,
   kRope,
+  kAddRmsNorm,
+  kQkNormRopeStore,
   kSwiglu,
   kSoftmax,
   kAdd,
@@ -127,10 +129,24 @@ struct OpTable {
   Status (*matmul)(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out, Stream& s);
   // Normalises each innermost row.  x [..., d] act; w [d]; out like x (may alias x).
   Status (*rms_norm)(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNormParams& p, Stream& s);
+  // The residual update and the next norm: x += delta, each element rounded to x's dtype (as add rounds it), then
+  // out = rms_norm(x) * w from the rounded x (as rms_norm, p alike): equals add(x, delta, x) then rms_norm(x, w,
+  // out, p). x [..., d] act, updated in place; delta like x, x's dtype; w [d]; out like x (aliases neither).
+  Status (*add_rms_norm)(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out,
+                         const RmsNormParams& p, Stream& s);
   // x [n, n_head, head_dim] act; positions [n] i32; inv_freq [rot_dim / 2] f32; out like x (may alias).
   // angle = f32(position) * inv_freq in f32 (as transformers forms it), then cos and sin.
   Status (*rope)(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const Tensor& out,
                  const RopeParams& p, Stream& s);
+  // Attention's inputs in one op: per-head RMSNorm of q and k, then rope, in place, then k and v into the paged
+  // cache. Equals rms_norm(q, q_w, q, norm), rms_norm(k, k_w, k, norm), rope(q, positions, inv_freq, q, rope),
+  // rope(k, positions, inv_freq, k, rope), kv_store(k, v, slots, k_cache, v_cache): each head row is rounded to q's
+  // dtype after its norm, before it rotates. q [n, n_head, hd] act; k [n, n_kv, hd], v [n, n_kv, hd_v], q's dtype;
+  // q_w, k_w [hd], one dtype; positions, slots [n] i32; inv_freq [rot_dim / 2] f32; caches as kv_store's.
+  Status (*qk_norm_rope_store)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_w,
+                               const Tensor& k_w, const Tensor& positions, const Tensor& inv_freq, const Tensor& slots,
+                               const Tensor& k_cache, const Tensor& v_cache, const RmsNormParams& norm,
+                               const RopeParams& rope, Stream& s);
   // out = silu(gate) * up.  gate, up, out [n, i] act (gate/up may be column slices of one tensor).
   Status (*swiglu)(const Tensor& gate, const Tensor& up, const Tensor& out, Stream& s);
   // Row softmax.  x, out [n, m] (may alias).
@@ -221,7 +237,8 @@ struct OpTable {
 // Every op of the table; a backend header says `namespace cpu { FT_DECLARE_OPS() }`. A backend defines
 // the ops it runs; its table leaves the others null.
 #define FT_DECLARE_OPS()                                                                                   \
-  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(rope)               \
+  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(add_rms_norm)       \
+  FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)                                                    \
   FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)                   \
   FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts)     \
   FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)         \

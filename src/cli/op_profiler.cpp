@@ -33,6 +33,17 @@ Status rope(const Tensor& x, const Tensor& pos, const Tensor& f, const Tensor& o
   FT_RETURN_IF_ERROR(g_active->before("rope"));
   return inner().rope(x, pos, f, out, p, s);
 }
+Status add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out, const RmsNormParams& p,
+                    Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("add_rms_norm " + dims(x)));
+  return inner().add_rms_norm(x, delta, w, out, p, s);
+}
+Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_w, const Tensor& k_w,
+                          const Tensor& pos, const Tensor& f, const Tensor& slots, const Tensor& kc, const Tensor& vc,
+                          const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("qk_norm_rope_store"));
+  return inner().qk_norm_rope_store(q, k, v, q_w, k_w, pos, f, slots, kc, vc, norm, rope_p, s);
+}
 Status swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, Stream& s) {
   FT_RETURN_IF_ERROR(g_active->before("swiglu"));
   return inner().swiglu(gate, up, out, s);
@@ -92,6 +103,8 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.matmul = matmul;
   t.rms_norm = rms_norm;
   t.rope = rope;
+  t.add_rms_norm = add_rms_norm;
+  t.qk_norm_rope_store = qk_norm_rope_store;
   t.swiglu = swiglu;
   t.softmax = softmax;
   t.add = add;

@@ -39,12 +39,13 @@ void CausalLm::plan(Arena& a) {
   const int64_t inter = max_intermediate(), k = std::max<int64_t>(1, c.n_expert_used);
   scratch_.qkv = a.take(act, {T, qkv_width()});
   scratch_.attn = a.take(act, {T, c.n_head * c.head_dim});
-  scratch_.gate_up = a.take(hidden, {T, 2 * inter});
-  scratch_.act = a.take(hidden, {T, inter});
+  scratch_.gate_up = a.take(hidden, {T, std::max<int64_t>(2 * inter, 1)});
+  scratch_.act = a.take(hidden, {T, std::max<int64_t>(inter, 1)});
   scratch_.router = a.take(DType::kF32, {T, std::max<int64_t>(1, c.n_expert)});
   scratch_.topk_ids = a.take(DType::kI32, {T, k});
   scratch_.topk_w = a.take(DType::kF32, {T, k});
-  const size_t moe_ws = c.n_expert ? backend_.ops().moe_workspace_bytes(T, k, c.hidden_size, inter) : 0;
+  const size_t moe_ws =
+      c.n_expert ? backend_.ops().moe_workspace_bytes(T, k, c.hidden_size, c.moe_intermediate_size) : 0;
   scratch_.moe_ws = a.take_bytes(std::max<size_t>(moe_ws, 1));
   if (c.shared_expert_intermediate_size > 0) {
     scratch_.shared = a.take(hidden, {T, c.hidden_size});
@@ -171,6 +172,12 @@ Status CausalLm::stage(const ForwardBatch& batch, KvCache& kv) {
   return upload_step(batch, step_);
 }
 
+Status CausalLm::input_norm(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h2, const Tensor& w,
+                            const Tensor& h) const {
+  if (layer == 0) return c.ops.rms_norm(x, w, h, final_norm_params_, c.stream);
+  return c.ops.add_rms_norm(x, h2, w, h, final_norm_params_, c.stream);
+}
+
 Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   const OpTable& ops = backend_.ops();
   Stream& s = backend_.stream();
@@ -182,6 +189,7 @@ Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   LayerContext ctx{ops, s, step_, kv, expert_cache_};
   for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, x, h, h2));
   if (r == 0) return ok_status();  // a step of prefill chunks that end no prompt
+  FT_RETURN_IF_ERROR(ops.add(x, h2, x, s));  // the last layer's output
   const Tensor last = rows(final_rows_, r);
   FT_RETURN_IF_ERROR(ops.embedding(x, step_.logit_rows, last, s));  // gather the wanted rows
   FT_RETURN_IF_ERROR(ops.rms_norm(last, final_norm_, last, final_norm_params_, s));

@@ -29,10 +29,17 @@ class CausalLm : public Model {
 
   // Loads embedding, final norm and LM head (tied or not), plans the step tensors and scratch.
   Status load_common(WeightLoader& w, const std::string& prefix = "model");
-  // One decoder layer: x [n, d] is updated in place; h, h2 [n, d] are free for the layer's use.
+  // One decoder layer. x [n, d] is the residual stream; h2 [n, d] holds the previous layer's output, not yet added to
+  // x (nothing before layer 0): the layer adds it in its input norm (input_norm) and leaves its own output in h2 in
+  // turn (the step adds the last layer's). h [n, d] is free for the layer's use.
   virtual Status forward_layer(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h,
                                const Tensor& h2) = 0;
-  // The widest MLP intermediate any layer uses (dense or expert), for scratch sizing.
+  // A layer's input norm with the residual update deferred from the layer before: x += h2 (from layer 1 on), then
+  // h = rms_norm(x) * w with final_norm_params_ (the layer norms share the final norm's params). One op either way.
+  Status input_norm(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h2, const Tensor& w,
+                    const Tensor& h) const;
+  // The widest dense MLP intermediate a layer runs through the scratch (a dense MLP or a shared expert; 0 when
+  // none): routed experts size their own workspace from moe_intermediate_size.
   virtual int64_t max_intermediate() const = 0;
   // Columns of the fused attention projection (q, k, v; gated attention adds a gate per query head).
   virtual int64_t qkv_width() const { return (config_.n_head + 2 * config_.n_kv_head) * config_.head_dim; }

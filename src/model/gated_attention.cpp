@@ -40,11 +40,8 @@ Status GatedAttention::forward(const LayerContext& c, const LayerScratch& s, con
   const Tensor gate = interleaved_heads(qkv_rows, n_head, hd, hd);
   const Tensor k = split_heads(qkv_rows.slice(1, 2 * n_head * hd, n_kv * hd), n_kv, hd);
   const Tensor v = split_heads(qkv_rows.slice(1, (2 * n_head + n_kv) * hd, n_kv * hd), n_kv, hd);
-  FT_RETURN_IF_ERROR(c.ops.rms_norm(q, q_norm, q, norm, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.rms_norm(k, k_norm, k, norm, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.rope(q, c.step.positions, inv_freq, q, rope, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.rope(k, c.step.positions, inv_freq, k, rope, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream));
+  FT_RETURN_IF_ERROR(c.ops.qk_norm_rope_store(q, k, v, q_norm, k_norm, c.step.positions, inv_freq, c.step.slots,
+                                              c.kv.k(layer), c.kv.v(layer), norm, rope, c.stream));
   const Tensor attn_rows = rows(s.attn, n);  // [n, H hd]
   const Tensor attn_heads = split_heads(attn_rows, n_head, hd);
   FT_RETURN_IF_ERROR(c.ops.attention(q, c.kv.k(layer), c.kv.v(layer), c.step.meta, attn_heads, attn, c.stream));

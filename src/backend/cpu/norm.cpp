@@ -1,10 +1,14 @@
-// rms_norm: out = x / sqrt(mean(x^2) + eps) * w (or * (1 + w), formed in fp32), one row per task.
-#include <cmath>
+// rms_norm: out = x / sqrt(mean(x^2) + eps) * w (or * (1 + w), formed in fp32), one row per task; add_rms_norm:
+// x += delta first, on the same rows.
+#include "backend/cpu/norm.h"
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace ft::cpu {
+namespace {
+constexpr int64_t kRowGrain = 16;  // rows per thread chunk
+}  // namespace
 
 Status rms_norm(const Tensor& x,    // [..., d] f32
                 const Tensor& w,    // [d] f32/bf16
@@ -16,17 +20,29 @@ Status rms_norm(const Tensor& x,    // [..., d] f32
   const int64_t d = x.dim(-1);
   if (w.ndim != 1 || w.dim(0) != d || !same_shape(x, out)) return shape_error("rms_norm", "shapes do not match");
   const CpuKernels& kn = kernels();
-  const int64_t n = x.n_rows();
-  parallel_for(s, n, 16, [&](int, int64_t r0, int64_t r1) {
+  parallel_for(s, x.n_rows(), kRowGrain, [&](int, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) rms_norm_row(kn, row_ptr<const float>(x, r), w, p, row_ptr<float>(out, r), d);
+  });
+  return ok_status();
+}
+
+Status add_rms_norm(const Tensor& x,      // [..., d] f32, updated in place
+                    const Tensor& delta,  // like x, f32
+                    const Tensor& w,      // [d] f32/bf16
+                    const Tensor& out,    // like x, f32 (aliases neither x nor delta)
+                    const RmsNormParams& p, Stream& s) {
+  if (x.dtype != DType::kF32 || delta.dtype != DType::kF32) return dtype_error("add_rms_norm", "x/delta", x);
+  if (out.dtype != DType::kF32) return dtype_error("add_rms_norm", "out", out);
+  if (!is_f32_or_bf16(w.dtype)) return dtype_error("add_rms_norm", "w", w);
+  const int64_t d = x.dim(-1);
+  if (w.ndim != 1 || w.dim(0) != d || !same_shape(x, delta) || !same_shape(x, out))
+    return shape_error("add_rms_norm", "shapes do not match");
+  const CpuKernels& kn = kernels();
+  parallel_for(s, x.n_rows(), kRowGrain, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = row_ptr<const float>(x, r);
-      float* o = row_ptr<float>(out, r);
-      const float mean = kn.sum_squares(xr, d) / static_cast<float>(d);
-      const float inv = 1.0f / std::sqrt(mean + p.eps);
-      if (w.dtype == DType::kBF16)
-        kn.scale_mul_bf16(xr, inv, w.ptr<const uint16_t>(), p.zero_centered, o, d);
-      else
-        kn.scale_mul_f32(xr, inv, w.ptr<const float>(), p.zero_centered, o, d);
+      float* xr = row_ptr<float>(x, r);
+      kn.add(xr, row_ptr<const float>(delta, r), xr, d);
+      rms_norm_row(kn, xr, w, p, row_ptr<float>(out, r), d);
     }
   });
   return ok_status();

@@ -1,15 +1,12 @@
 // rope: rotates the first rot_dim dims of every head (rotate-half or interleaved pairs); the rest pass through.
 // angle = f32(position) * inv_freq[i] as a float multiply (as transformers forms it); cos and sin of it are
 // taken in double and rounded to float, which matches a float64 reference best.
-#include <cmath>
+#include "backend/cpu/rope.h"
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace ft::cpu {
-namespace {
-constexpr int64_t kMaxHalf = 512;  // rot_dim / 2 limit of the per-token cos/sin table on the stack
-}  // namespace
 
 Status rope(const Tensor& x,          // [n, n_head, head_dim] f32
             const Tensor& positions,  // [n] i32
@@ -22,32 +19,17 @@ Status rope(const Tensor& x,          // [n, n_head, head_dim] f32
   if (inv_freq.dtype != DType::kF32) return dtype_error("rope", "inv_freq", inv_freq);
   if (x.ndim != 3 || !same_shape(x, out)) return shape_error("rope", "x and out must be [n, n_head, head_dim]");
   const int64_t n = x.dim(0), n_head = x.dim(1), hd = x.dim(2), half = p.rot_dim / 2;
-  if (p.rot_dim < 0 || p.rot_dim % 2 != 0 || p.rot_dim > hd || half > kMaxHalf)
+  if (p.rot_dim < 0 || p.rot_dim % 2 != 0 || p.rot_dim > hd || half > kRopeMaxHalf)
     return shape_error("rope", "rot_dim must be even and at most head_dim (and 1024)");
   if (positions.numel() != n || inv_freq.numel() != half) return shape_error("rope", "positions/inv_freq size");
   const int32_t* pos = positions.ptr<const int32_t>();
-  const float* freq = inv_freq.ptr<const float>();
   parallel_for(s, n, 1, [&](int, int64_t t0, int64_t t1) {
-    float cs[kMaxHalf], sn[kMaxHalf];
+    float cs[kRopeMaxHalf], sn[kRopeMaxHalf];
     for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t i = 0; i < half; ++i) {
-        const float angle = static_cast<float>(pos[t]) * freq[i];
-        cs[i] = static_cast<float>(std::cos(static_cast<double>(angle)) * p.attention_factor);
-        sn[i] = static_cast<float>(std::sin(static_cast<double>(angle)) * p.attention_factor);
-      }
-      for (int64_t h = 0; h < n_head; ++h) {
-        const float* xi = x.ptr<const float>() + t * x.stride[0] + h * x.stride[1];
-        float* o = out.ptr<float>() + t * out.stride[0] + h * out.stride[1];
-        const int64_t step = p.interleaved ? 2 : 1, other = p.interleaved ? 1 : half;
-        for (int64_t i = 0; i < half; ++i) {
-          const int64_t a = i * step, b = a + other;
-          const float x0 = xi[a], x1 = xi[b];
-          o[a] = x0 * cs[i] - x1 * sn[i];
-          o[b] = x1 * cs[i] + x0 * sn[i];
-        }
-        if (o != xi)
-          for (int64_t i = p.rot_dim; i < hd; ++i) o[i] = xi[i];
-      }
+      rope_angles(pos[t], inv_freq.ptr<const float>(), half, p.attention_factor, cs, sn);
+      for (int64_t h = 0; h < n_head; ++h)
+        rope_row(x.ptr<const float>() + t * x.stride[0] + h * x.stride[1],
+                 out.ptr<float>() + t * out.stride[0] + h * out.stride[1], cs, sn, half, hd, p.interleaved);
     }
   });
   return ok_status();

@@ -10,6 +10,8 @@ bool supports(Op op, DType act, DType weight) {
     case Op::kMatmul:
     case Op::kRmsNorm:
     case Op::kRope:
+    case Op::kAddRmsNorm:
+    case Op::kQkNormRopeStore:
     case Op::kSwiglu:
     case Op::kSoftmax:
     case Op::kAdd:
@@ -44,7 +46,9 @@ const OpTable& cuda_op_table() {
       .embedding = &cuda::embedding,
       .matmul = &cuda::matmul,
       .rms_norm = &cuda::rms_norm,
+      .add_rms_norm = &cuda::add_rms_norm,
       .rope = &cuda::rope,
+      .qk_norm_rope_store = &cuda::qk_norm_rope_store,
       .swiglu = &cuda::swiglu,
       .softmax = &cuda::softmax,
       .add = &cuda::add,

@@ -3,11 +3,10 @@
 // sin are taken in double and rounded to float, as the CPU op does, so f32 activations match it closely.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/rope.cuh"
 
 namespace ft::cuda {
 namespace {
-
-constexpr int64_t kMaxHalf = 512;  // rot_dim / 2 limit (as the CPU op)
 
 // One block per (token, head), a thread per rotated pair; each thread takes its own angle's cos and sin.
 template <class TX, class TO>
@@ -21,13 +20,10 @@ __global__ void rope_kernel(const TX* x, int64_t x_tok, int64_t x_head, TO* out,
   const int64_t step = interleaved ? 2 : 1, other = interleaved ? 1 : half;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
     const int64_t a = i * step, b = a + other;
-    const float x0 = to_f32(xi[a]), x1 = to_f32(xi[b]);
-    const float angle = __fmul_rn(pos, inv_freq[i]);
-    double cd, sd;
-    sincos(static_cast<double>(angle), &sd, &cd);
-    const float c = static_cast<float>(cd * factor), sn = static_cast<float>(sd * factor);
-    o[a] = from_f32<TO>(__fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn)));
-    o[b] = from_f32<TO>(__fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, sn)));
+    float y0, y1;
+    rope_pair(pos, inv_freq[i], factor, to_f32(xi[a]), to_f32(xi[b]), y0, y1);
+    o[a] = from_f32<TO>(y0);
+    o[b] = from_f32<TO>(y1);
   }
   if (copy_tail)
     for (int64_t i = 2 * half + threadIdx.x; i < hd; i += blockDim.x) o[i] = from_f32<TO>(to_f32(xi[i]));
@@ -46,7 +42,7 @@ Status rope(const Tensor& x,          // [n, n_head, head_dim] f32/bf16
   if (inv_freq.dtype != DType::kF32) return dtype_error("rope", "inv_freq", inv_freq);
   if (x.ndim != 3 || !same_shape(x, out)) return shape_error("rope", "x and out must be [n, n_head, head_dim]");
   const int64_t n = x.dim(0), hd = x.dim(2), half = p.rot_dim / 2;
-  if (p.rot_dim < 0 || p.rot_dim % 2 != 0 || p.rot_dim > hd || half > kMaxHalf)
+  if (p.rot_dim < 0 || p.rot_dim % 2 != 0 || p.rot_dim > hd || half > kRopeMaxHalf)
     return shape_error("rope", "rot_dim must be even and at most head_dim (and 1024)");
   if (positions.numel() != n || inv_freq.numel() != half) return shape_error("rope", "positions/inv_freq size");
   if (n == 0 || x.dim(1) == 0) return ok_status();

@@ -50,6 +50,12 @@ Status rms_norm(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNo
   return ok_status();
 }
 
+Status add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out, const RmsNormParams& p,
+                    Stream& s) {
+  FT_RETURN_IF_ERROR(add(x, delta, x, s));  // x rounded to its dtype before the norm reads it
+  return rms_norm(x, w, out, p, s);
+}
+
 Status swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, Stream&) {
   const int64_t n = gate.dim(0), m = gate.dim(1);
   if (!same_shape(gate, up) || !same_shape(gate, out)) return invalid_argument("swiglu: shapes");

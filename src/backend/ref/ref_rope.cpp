@@ -1,4 +1,5 @@
-// Reference rotary position embedding (rotate-half and interleaved, partial rotary).
+// Reference rotary position embedding (rotate-half and interleaved, partial rotary), and attention's inputs: the q/k
+// norm, rope and the KV store one after the other.
 #include <cmath>
 
 #include "backend/ref/ref_access.h"
@@ -30,6 +31,17 @@ Status rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, co
     }
   }
   return ok_status();
+}
+
+Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_w, const Tensor& k_w,
+                          const Tensor& positions, const Tensor& inv_freq, const Tensor& slots, const Tensor& k_cache,
+                          const Tensor& v_cache, const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
+  // Each norm's output is rounded to the tensor's dtype before the rotation reads it.
+  FT_RETURN_IF_ERROR(rms_norm(q, q_w, q, norm, s));
+  FT_RETURN_IF_ERROR(rms_norm(k, k_w, k, norm, s));
+  FT_RETURN_IF_ERROR(rope(q, positions, inv_freq, q, rope_p, s));
+  FT_RETURN_IF_ERROR(rope(k, positions, inv_freq, k, rope_p, s));
+  return kv_store(k, v, slots, k_cache, v_cache, s);
 }
 
 }  // namespace ft::ref

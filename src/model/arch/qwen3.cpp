@@ -58,20 +58,19 @@ class Qwen3Model final : public CausalLm {
   }
 
   int64_t max_intermediate() const override {
-    return std::max(config_.intermediate_size, config_.moe_intermediate_size);
+    for (int64_t l = 0; l < config_.n_layer; ++l)
+      if (!config_.is_moe_layer(l)) return config_.intermediate_size;
+    return 0;
   }
 
   Status forward_layer(int64_t l, const LayerContext& c, const Tensor& x, const Tensor& h,
                        const Tensor& h2) override {
     const Qwen3Layer& layer = layers_[static_cast<size_t>(l)];
-    const RmsNormParams& norm = final_norm_params_;
-    FT_RETURN_IF_ERROR(c.ops.rms_norm(x, layer.input_norm, h, norm, c.stream));
+    FT_RETURN_IF_ERROR(input_norm(l, c, x, h2, layer.input_norm, h));
     FT_RETURN_IF_ERROR(layer.attn.forward(c, scratch_, h, h2));
-    FT_RETURN_IF_ERROR(c.ops.add(x, h2, x, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.rms_norm(x, layer.post_norm, h, norm, c.stream));
-    if (layer.moe) FT_RETURN_IF_ERROR(layer.experts.forward(c, scratch_, h, h2));
-    else FT_RETURN_IF_ERROR(layer.mlp.forward(c, scratch_, h, h2));
-    return c.ops.add(x, h2, x, c.stream);
+    FT_RETURN_IF_ERROR(c.ops.add_rms_norm(x, h2, layer.post_norm, h, final_norm_params_, c.stream));
+    if (layer.moe) return layer.experts.forward(c, scratch_, h, h2);  // h2: added by the next layer's input norm
+    return layer.mlp.forward(c, scratch_, h, h2);
   }
 
   Tensor inv_freq_;  // [head_dim / 2] f32

@@ -86,9 +86,7 @@ class Qwen35MoeModel final : public CausalLm {
     return ok_status();
   }
 
-  int64_t max_intermediate() const override {
-    return std::max(config_.moe_intermediate_size, config_.shared_expert_intermediate_size);
-  }
+  int64_t max_intermediate() const override { return config_.shared_expert_intermediate_size; }
   int64_t qkv_width() const override { return GatedAttention::qkv_width(config_); }
   // bf16 activations keep everything but attention (q/k/v, its output, the KV cache) in fp32: rounding the residual
   // stream and the Gated DeltaNet inputs to bf16 costs a tenth of the argmaxes (the fixture: 54/60 and 286/357
@@ -100,13 +98,11 @@ class Qwen35MoeModel final : public CausalLm {
                        const Tensor& h2) override {
     const Qwen35Layer& layer = layers_[static_cast<size_t>(l)];
     const RmsNormParams& norm = final_norm_params_;  // zero-centred, rms_norm_eps
-    FT_RETURN_IF_ERROR(c.ops.rms_norm(x, layer.input_norm, h, norm, c.stream));
+    FT_RETURN_IF_ERROR(input_norm(l, c, x, h2, layer.input_norm, h));
     if (layer.linear) FT_RETURN_IF_ERROR(layer.delta_net.forward(c, scratch_, h, h2));
     else FT_RETURN_IF_ERROR(layer.attn.forward(c, scratch_, h, h2));
-    FT_RETURN_IF_ERROR(c.ops.add(x, h2, x, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.rms_norm(x, layer.post_norm, h, norm, c.stream));
-    FT_RETURN_IF_ERROR(layer.moe.forward(c, scratch_, h, h2));
-    return c.ops.add(x, h2, x, c.stream);
+    FT_RETURN_IF_ERROR(c.ops.add_rms_norm(x, h2, layer.post_norm, h, norm, c.stream));
+    return layer.moe.forward(c, scratch_, h, h2);  // h2: added by the next layer's input norm
   }
 
   Tensor inv_freq_;  // [rot_dim / 2] f32

@@ -1,0 +1,85 @@
+// cpu fused ops (add_rms_norm, qk_norm_rope_store) against the ref ops and against the cpu ops they fuse. Against
+// the unfused cpu ops the results are bit for bit the same (0). Against ref (float64 sums, the same roundings to f32
+// between the fused steps): the row ops' 1e-12; the updated x of add_rms_norm is one f32 add, exact (0); values go
+// to the cache unchanged (0), keys into an f32 cache 1e-12, into a bf16 cache one rounding of values ref holds a
+// few f32 ulps apart: kBf16Tol.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "norm_rope_cases.h"
+
+namespace ft::test {
+namespace {
+
+constexpr double kBf16Tol = 3e-5;  // a bf16 rounding, (2^-8)^2 on a single element and far less on average
+
+TEST(OpsCpu, AddRmsNorm) {
+  OpEnv env;
+  for (DType wd : {DType::kF32, DType::kBF16})
+    for (int64_t d : {17, 2048, 2049})
+      for (bool zc : {false, true})
+        for (int64_t n : {1, 3, 33}) {
+          Tensor x = make_tensor(DType::kF32, {n, d}), delta = make_tensor(DType::kF32, {n, d});
+          Tensor w = make_tensor(wd, {d});
+          fill_normal(x, 100 + d, 3.0), fill_normal(delta, 101 + n), fill_normal(w, 102, zc ? 0.1 : 1.0);
+          const RmsNormParams p{1e-6f, zc};
+          Tensor want_x = copy_of(x), want = make_tensor(DType::kF64, {n, d});
+          ASSERT_TRUE(env.ref.add_rms_norm(want_x, delta, w, want, p, env.ref_stream).ok());
+          for_each_isa([&](const std::string& isa) {
+            const std::string what = std::string("add_rms_norm w ") + dtype_name(wd) + " d=" + std::to_string(d) +
+                                     " n=" + std::to_string(n) + (zc ? " zero-centred" : "") + isa;
+            Tensor got_x = copy_of(x), got = make_tensor(DType::kF32, {n, d});
+            ASSERT_TRUE(env.cpu.add_rms_norm(got_x, delta, w, got, p, env.cpu_stream).ok());
+            expect_close(got_x, want_x, 0, what + " x");
+            expect_close(got, want, 1e-12, what);
+            Tensor unfused_x = copy_of(x), unfused = make_tensor(DType::kF32, {n, d});
+            ASSERT_TRUE(env.cpu.add(unfused_x, delta, unfused_x, env.cpu_stream).ok());
+            ASSERT_TRUE(env.cpu.rms_norm(unfused_x, w, unfused, p, env.cpu_stream).ok());
+            expect_close(got_x, unfused_x, 0, what + " x vs add");
+            expect_close(got, unfused, 0, what + " vs add + rms_norm");
+          });
+        }
+}
+
+TEST(OpsCpu, QkNormRopeStore) {
+  OpEnv env;
+  for (const QkCase& c : kQkCases)
+    for (DType wd : {DType::kF32, DType::kBF16})
+      for (DType cd : {DType::kF32, DType::kBF16})
+        for (int64_t n : {1, 5, 33}) {
+          const QkProblem p = make_qk_problem(c, DType::kF32, wd, cd, n);
+          // Ref in place on copies: each norm's output rounded to f32 before the rotation, as the op's contract.
+          const Tensor want = copy_of(p.rows), want_k = copy_of(p.k_cache), want_v = copy_of(p.v_cache);
+          ASSERT_TRUE(env.ref
+                          .qk_norm_rope_store(rebase(p.q, want), rebase(p.k, want), rebase(p.v, want), p.q_w, p.k_w,
+                                              p.positions, p.inv_freq, p.slots, want_k, want_v, p.norm, p.rope,
+                                              env.ref_stream)
+                          .ok());
+          for_each_isa([&](const std::string& isa) {
+            const std::string what = "qk_norm_rope_store " + p.label + isa;
+            const Tensor got = copy_of(p.rows), got_k = copy_of(p.k_cache), got_v = copy_of(p.v_cache);
+            ASSERT_TRUE(env.cpu
+                            .qk_norm_rope_store(rebase(p.q, got), rebase(p.k, got), rebase(p.v, got), p.q_w, p.k_w,
+                                                p.positions, p.inv_freq, p.slots, got_k, got_v, p.norm, p.rope,
+                                                env.cpu_stream)
+                            .ok());
+            expect_close(got, want, 1e-12, what);
+            expect_close(got_k, want_k, cd == DType::kBF16 ? kBf16Tol : 1e-12, what + " k cache");
+            expect_close(got_v, want_v, 0, what + " v cache");
+            const Tensor unfused = copy_of(p.rows), uk_cache = copy_of(p.k_cache), uv_cache = copy_of(p.v_cache);
+            const Tensor uq = rebase(p.q, unfused), uk = rebase(p.k, unfused), uv = rebase(p.v, unfused);
+            ASSERT_TRUE(env.cpu.rms_norm(uq, p.q_w, uq, p.norm, env.cpu_stream).ok());
+            ASSERT_TRUE(env.cpu.rms_norm(uk, p.k_w, uk, p.norm, env.cpu_stream).ok());
+            ASSERT_TRUE(env.cpu.rope(uq, p.positions, p.inv_freq, uq, p.rope, env.cpu_stream).ok());
+            ASSERT_TRUE(env.cpu.rope(uk, p.positions, p.inv_freq, uk, p.rope, env.cpu_stream).ok());
+            ASSERT_TRUE(env.cpu.kv_store(uk, uv, p.slots, uk_cache, uv_cache, env.cpu_stream).ok());
+            expect_close(got, unfused, 0, what + " vs rms_norm + rope + kv_store");
+            expect_close(got_k, uk_cache, 0, what + " k cache vs kv_store");
+            expect_close(got_v, uv_cache, 0, what + " v cache vs kv_store");
+          });
+        }
+}
+
+}  // namespace
+}  // namespace ft::test
