@@ -66,6 +66,7 @@ Status GraphRunner::run(const ForwardBatch& batch, const Tensor& logits) {
       return captured.status();
     }
     graph = std::move(captured).value();
+    ++captures_;
   }
   return graph->launch();
 }

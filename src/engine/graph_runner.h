@@ -31,6 +31,8 @@ class GraphRunner {
   // [padded_size, vocab] f32 land in `logits`, which must be the same tensor on every call (graphs keep its
   // address); row i < n_seq is sequence i's.
   Status run(const ForwardBatch& batch, const Tensor& logits);
+  // Graphs captured so far (a step that captured is no measure of the step's speed).
+  uint64_t captures() const { return captures_; }
 
  private:
   GraphRunner(Model& model, Backend& backend, KvCache& kv, int32_t scratch_page)
@@ -44,6 +46,7 @@ class GraphRunner {
   std::map<int32_t, std::unique_ptr<StreamGraph>> graphs_;  // by padded batch size
   const void* logits_data_ = nullptr;                        // the logits every graph writes
   uint64_t epoch_ = 0;                                       // the model's graph_epoch() they were captured in
+  uint64_t captures_ = 0;
   ForwardBatch padded_;
 };
 

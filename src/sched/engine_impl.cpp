@@ -340,10 +340,12 @@ void EngineImpl::check_memory_after_warmup() {
   stats_.device_bytes_in_use = in_use;
 }
 
-void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds) {
+void EngineImpl::update_expert_stats(const StepPlan& plan, double seconds, bool captured) {
   if (!experts_) return;
   step_seconds_ += seconds;
-  if (share_tuner_ && plan.n_prefill_tokens == 0 && plan.n_decode_tokens > 0 &&
+  // The tuner learns from decode steps only, and not from one that captured a graph (hybrid recaptures when the
+  // share crosses 1: that step's time would count the capture against the share).
+  if (share_tuner_ && plan.n_prefill_tokens == 0 && plan.n_decode_tokens > 0 && !captured &&
       share_tuner_->observe(1e3 * seconds)) {
     const Status st = experts_->set_fetch_share(share_tuner_->share());
     if (!st.ok()) {
@@ -375,11 +377,13 @@ void EngineImpl::loop() {
       if (stop_) break;
     }
     const auto t0 = std::chrono::steady_clock::now();
+    const uint64_t captures = graphs_ ? graphs_->captures() : 0;
     scheduler_->schedule(plan);
     if (!plan.empty()) run_step(plan);
     scheduler_->reap();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    update_expert_stats(plan, seconds);  // first: update_stats publishes the step (a drained engine reads both)
+    // first: update_stats publishes the step (a drained engine reads both)
+    update_expert_stats(plan, seconds, graphs_ && graphs_->captures() != captures);
     update_stats(plan, seconds);
     check_memory_after_warmup();
   }

@@ -45,9 +45,9 @@ class EngineImpl final : public Engine {
   bool sample_on_device(const StepPlan& plan);
   void emit_token(Request& r, Choice& c, const SampleResult& s);
   void update_stats(const StepPlan& plan, double seconds);
-  // Expert cache counters into stats_ every few steps, hybrid's share tuned from decode step times, and the
-  // device memory in use measured once after warm-up.
-  void update_expert_stats(const StepPlan& plan, double seconds);
+  // Expert cache counters into stats_ every few steps, and hybrid's share tuned from decode step times (not from
+  // a step that `captured` a graph).
+  void update_expert_stats(const StepPlan& plan, double seconds, bool captured);
   // Once, after the first generated tokens on a device: what the device holds for the engine against the plan.
   void check_memory_after_warmup();
 
