@@ -1,8 +1,9 @@
-// The engine with routed experts in host memory (--moe-backend offload / hybrid, a cache of 8 slots for the 24
+// The engine with routed experts in host memory (--moe-backend offload / cpu / hybrid, a cache of 8 slots for the 24
 // experts of the fixture's 3 MoE layers: one layer's worth, the fewest a batch of decodes may need): each request
 // alone gives the tokens and logprobs of the fused engine — bit for bit for offload (same
-// kernels), within fp32 rounding for hybrid (part of the experts summed on the CPU) — and the expert counters reach
-// EngineStats. On the cpu backend, and on cuda (with decode graphs) when a GPU is present.
+// kernels), within fp32 rounding for cpu and hybrid (experts summed on the CPU) — and the expert counters and
+// times reach EngineStats. On the cpu backend, and on cuda (with decode graphs) when a GPU is present.
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -59,14 +60,22 @@ TEST_P(EngineOffload, EqualsFused) {
     EXPECT_EQ(stats.expert_slots, 8);
     ASSERT_EQ(stats.expert_layers.size(), 3u);  // the fixture's three MoE layers
     int64_t fetched = 0;
-    for (const auto& l : stats.expert_layers) fetched += l.fetched + l.cpu;
+    double busy_ms = 0;
+    for (const auto& l : stats.expert_layers) {
+      fetched += l.fetched + l.cpu;
+      // Time follows the work: copies where experts were fetched, CPU jobs where they were computed there.
+      EXPECT_EQ(l.fetched > 0, l.copy_ms > 0) << l.fetched << " fetched in " << l.copy_ms << " ms";
+      EXPECT_EQ(l.cpu > 0, l.cpu_ms > 0) << l.cpu << " on the CPU in " << l.cpu_ms << " ms";
+      busy_ms = std::max({busy_ms, l.copy_ms, l.cpu_ms});
+    }
     EXPECT_GT(fetched, 0);  // 8 slots for 24 experts: the cache missed
+    EXPECT_LT(busy_ms, 1e3 * stats.step_seconds);  // a layer's copies and CPU jobs run inside the steps
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineOffload,
-                         testing::Values(Case{"cpu", "offload"}, Case{"cpu", "hybrid"}, Case{"cuda", "offload"},
-                                         Case{"cuda", "hybrid"}),
+                         testing::Values(Case{"cpu", "offload"}, Case{"cpu", "cpu"}, Case{"cpu", "hybrid"},
+                                         Case{"cuda", "offload"}, Case{"cuda", "cpu"}, Case{"cuda", "hybrid"}),
                          [](const testing::TestParamInfo<Case>& param_info) {
                            return std::string(param_info.param.device) + "_" + param_info.param.moe_backend;
                          });
