@@ -12,7 +12,14 @@
 
 namespace ft {
 
-int hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+int hardware_threads() {
+#if defined(__linux__)
+  cpu_set_t set;  // the cores this process may run on (a container's cpuset, taskset), not the machine's
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 namespace {
 
@@ -47,7 +54,8 @@ ThreadPool::ThreadPool(int n_threads, bool pin) {
   const std::vector<int> cores = pin ? allowed_cores() : std::vector<int>{};
   for (int i = 1; i < n_threads; ++i) {
     workers_.emplace_back([this, i] { worker_loop(i); });
-    if (!cores.empty()) pin_to(workers_.back(), cores[static_cast<size_t>(i - 1) % cores.size()]);
+    // One worker per core: workers past the cores' count stay unpinned, for the scheduler to place.
+    if (static_cast<size_t>(i - 1) < cores.size()) pin_to(workers_.back(), cores[static_cast<size_t>(i - 1)]);
   }
 }
 

@@ -14,7 +14,8 @@ namespace ft {
 class ThreadPool {
  public:
   // n_threads counts the caller: n_threads == 1 runs everything inline. 0 means one per core. pin: each worker
-  // is bound to one core of the process's affinity set, the highest-numbered first (the caller is not bound).
+  // is bound to one core of the process's affinity set, the highest-numbered first, while cores last (the caller
+  // and any workers beyond are not bound).
   explicit ThreadPool(int n_threads = 0, bool pin = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -41,6 +42,7 @@ class ThreadPool {
   int64_t job_grain_ = 1;
 };
 
+// The cores this process may run on (its affinity set where the system has one).
 int hardware_threads();
 
 }  // namespace ft

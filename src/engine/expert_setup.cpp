@@ -2,7 +2,8 @@
 #include "engine/expert_setup.h"
 
 #include <algorithm>
-#include <thread>
+
+#include "core/thread_pool.h"
 
 namespace ft {
 
@@ -38,7 +39,7 @@ ExpertCacheOptions expert_cache_options(const Model& model, MoeBackend backend, 
   c.fetch_share = share;
   // The CPU expert pool leaves a core to the driver thread that runs its jobs and one to the thread waiting on
   // the device.
-  c.cpu_threads = cpu_threads > 0 ? cpu_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 2);
+  c.cpu_threads = cpu_threads > 0 ? cpu_threads : std::max(1, hardware_threads() - 2);
   return c;
 }
 

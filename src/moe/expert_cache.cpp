@@ -260,10 +260,10 @@ Status ExpertCache::top_up_ring() {
   const ExpertShape& sh = store_.shape();
   const int64_t C = chunk_experts(sh, options_), total = sh.n_layers * ((sh.n_expert + C - 1) / C);
   const int64_t B = static_cast<int64_t>(ring_.size());
-  for (; ring_queued_ < B; ++ring_queued_) {
+  // Not past the last layer's last chunk: the next prompt may be a while, and copies queued on the side stream
+  // would hold up the decode steps' CPU jobs there (and their fills' PCIe) until they are done.
+  for (; ring_queued_ < B && next_key_ < total; ++ring_queued_, ++next_key_)
     FT_RETURN_IF_ERROR(issue_chunk_copy(next_key_, (ring_head_ + ring_queued_) % B));
-    next_key_ = (next_key_ + 1) % total;
-  }
   return ok_status();
 }
 
@@ -293,15 +293,16 @@ Status ExpertCache::forward_streamed(Stream& s, int64_t layer, const Tensor& x, 
     ring_head_ = (ring_head_ + 1) % B;
     --ring_queued_;
   }
-  // The ring fills on with the next layer's chunks (after the last layer: the first layer's, for the next prompt).
-  return top_up_ring();
+  return top_up_ring();  // the next layer's chunks copy while this layer's output moves on
 }
 
 Status ExpertCache::count_copies() {
+  std::vector<double> ms(stream_ms_.size(), 0.0);  // committed only once every copy is read
   for (const TimedCopy& c : copies_) {
-    FT_ASSIGN_OR_RETURN(const double ms, device_.elapsed_ms(*c.start, *c.end));
-    stream_ms_[static_cast<size_t>(c.layer)] += ms;
+    FT_ASSIGN_OR_RETURN(const double one, device_.elapsed_ms(*c.start, *c.end));
+    ms[static_cast<size_t>(c.layer)] += one;
   }
+  for (size_t l = 0; l < ms.size(); ++l) stream_ms_[l] += ms[l];
   copies_.clear();
   return ok_status();
 }

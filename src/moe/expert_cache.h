@@ -3,8 +3,8 @@
 // graph); a miss is fetched from the pinned ExpertStore over PCIe (offload), computed on the CPU from the store
 // (cpu), or split between the two (hybrid, the fetched share tuned online). Steps with more tokens than the slot
 // path takes (prefill) stream every layer's experts in chunks through a ring of device buffers instead: the copies
-// run up to a ring ahead of the compute, across layer boundaries, so the copy engine keeps busy while attention
-// and the dense layers compute.
+// run up to a ring ahead of the compute, across layer boundaries (not past the last layer), so the copy engine
+// keeps busy while attention and the dense layers compute.
 #pragma once
 
 #include <deque>
@@ -121,8 +121,8 @@ class ExpertCache {
   std::vector<double> cpu_ms_;  // per MoE layer, under the CPU status mutex
 
   // Streaming (prefill): a ring of stream_buffers buffers of stream_chunk_experts records, filled in chunk order
-  // (cycling over the layers' chunks). The queue is the buffers from ring_head_ on holding chunks copied (or being
-  // copied) and not yet computed.
+  // (chunk key = layer * chunks per layer + chunk) up to the last layer's last chunk. The queue is the buffers from
+  // ring_head_ on holding chunks copied (or being copied) and not yet computed.
   std::vector<Tensor> ring_;                             // [C, R] u8 on the device each
   std::vector<int64_t> ring_key_;                        // the chunk each buffer holds (or is being copied), -1
   std::vector<std::shared_ptr<StreamEvent>> ring_ready_;  // on side_: the copy into the buffer is done

@@ -57,10 +57,11 @@ class Qwen3Model final : public CausalLm {
     return ok_status();
   }
 
-  int64_t max_intermediate() const override {
+  int64_t max_intermediate() const override {  // dense layers' MLP, and a shared expert where the MoE has one
+    int64_t inter = config_.shared_expert_intermediate_size;
     for (int64_t l = 0; l < config_.n_layer; ++l)
-      if (!config_.is_moe_layer(l)) return config_.intermediate_size;
-    return 0;
+      if (!config_.is_moe_layer(l)) inter = std::max(inter, config_.intermediate_size);
+    return inter;
   }
 
   Status forward_layer(int64_t l, const LayerContext& c, const Tensor& x, const Tensor& h,
