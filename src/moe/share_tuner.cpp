@@ -8,7 +8,10 @@ namespace ft {
 
 ShareTuner::ShareTuner(double initial, int window, double step, int rest)
     : settled_(std::clamp(initial, 0.0, 1.0)), active_(settled_), window_(std::max(window, 1)), step_(step),
-      rest_(rest), rest_windows_(rest) {}
+      rest_(rest), rest_windows_(rest) {
+  for (double extreme : {1.0, 0.0})
+    if (extreme != settled_) probes_.push_back(extreme);
+}
 
 bool ShareTuner::move_to(double share) {
   const bool changed = share != active_;
@@ -33,15 +36,22 @@ bool ShareTuner::observe(double step_ms) {
   sum_ = 0;
   count_ = 0;
   const double before = active_;
+  if (!have_settled_ms_ || probe_ < probes_.size()) {  // the initial share, then the extremes: keep the fastest
+    if (!have_settled_ms_ || avg < settled_ms_) settled_ = active_, settled_ms_ = avg;
+    if (have_settled_ms_) ++probe_;
+    have_settled_ms_ = true;
+    if (probe_ < probes_.size()) active_ = probes_[probe_];
+    else start_trial();
+    return active_ != before;
+  }
   if (resting_ > 0) {  // measuring the settled share between explorations
     settled_ms_ = avg;
     if (--resting_ > 0) return false;
     start_trial();
     return active_ != before;
   }
-  if (!have_settled_ms_ || active_ == settled_) {
+  if (active_ == settled_) {
     settled_ms_ = avg;
-    have_settled_ms_ = true;
     start_trial();
     return active_ != before;
   }

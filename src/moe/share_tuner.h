@@ -1,10 +1,13 @@
 // ShareTuner: the fraction of missed experts that hybrid fetches over PCIe (the rest computed on the CPU), tuned
-// online from measured decode step times. It averages `window` steps at one share, then tries a neighbour `step`
-// away and keeps it when faster (hill climbing over [0, 1]); 0 is cpu and 1 is offload, so when one of them beats
-// every mix the tuner ends there, and hybrid is never slower than the better of the two for long. After both
-// neighbours lose it stays, and explores again after `rest` windows (routing and load change), backing off to 16
-// times that while explorations keep losing.
+// online from measured decode step times. It averages `window` steps at one share. The first windows measure the
+// initial share, then 1 (offload) and 0 (cpu), and settle on the fastest of them, so after three windows hybrid is
+// no slower than the better of offload and cpu. From there it tries a neighbour `step` away and keeps it when
+// faster (hill climbing over [0, 1]). After both neighbours lose it stays, and explores again after `rest` windows
+// (routing and load change), backing off to 16 times that while explorations keep losing.
 #pragma once
+
+#include <cstddef>
+#include <vector>
 
 namespace ft {
 
@@ -21,6 +24,8 @@ class ShareTuner {
   void start_trial();
 
   double settled_, active_;
+  std::vector<double> probes_;  // the extremes still to measure after the initial share
+  size_t probe_ = 0;
   int window_;
   double step_;
   int rest_;

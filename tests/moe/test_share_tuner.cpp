@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -52,6 +53,26 @@ TEST(ShareTuner, FallsBackToCpuWhenPcieIsSlow) {
   const Outcome r = simulate(0.5, curve);
   EXPECT_EQ(r.final_share, 0.0);
   EXPECT_LT(r.mean_ms, 1.1 * std::min(curve(0), curve(1)));
+}
+
+// The first windows measure the initial share, then offload (1) and cpu (0): after three windows the tuner stands
+// on the best of them, whatever the initial share, and only then climbs.
+TEST(ShareTuner, SettlesOnTheBetterExtremeAfterThreeWindows) {
+  struct Case {
+    double initial, pcie_ms, cpu_ms, want;
+  };
+  for (const Case& c : {Case{0.5, 400, 10, 0.0}, Case{0.5, 10, 400, 1.0}, Case{0.25, 10, 400, 1.0},
+                        Case{1.0, 400, 10, 0.0}, Case{0.0, 10, 400, 1.0}}) {
+    ShareTuner t(c.initial, /*window=*/4);
+    std::vector<double> window_shares;
+    for (int w = 0; w < 3; ++w) {
+      window_shares.push_back(t.share());
+      for (int i = 0; i < 4; ++i) t.observe(overlapped(t.share(), c.pcie_ms, c.cpu_ms));
+    }
+    EXPECT_EQ(window_shares[0], c.initial);
+    EXPECT_EQ(window_shares[1], c.initial == 1.0 ? 0.0 : 1.0);  // the extremes, the initial one skipped
+    EXPECT_EQ(t.settled_share(), c.want) << "initial " << c.initial;
+  }
 }
 
 TEST(ShareTuner, IgnoresBadTimes) {
