@@ -12,15 +12,6 @@
 
 namespace ft {
 
-int hardware_threads() {
-#if defined(__linux__)
-  cpu_set_t set;  // the cores this process may run on (a container's cpuset, taskset), not the machine's
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-#endif
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 namespace {
 
 // The process's allowed cores, highest first (empty where the affinity cannot be read).
@@ -48,6 +39,11 @@ void pin_to(std::thread& t, int core) {
 }
 
 }  // namespace
+
+int hardware_threads() {
+  const size_t allowed = allowed_cores().size();  // a container's cpuset or taskset, not the machine's cores
+  return allowed > 0 ? static_cast<int>(allowed) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 ThreadPool::ThreadPool(int n_threads, bool pin) {
   if (n_threads <= 0) n_threads = hardware_threads();

@@ -87,10 +87,7 @@ Status ExpertCache::allocate() {
   FT_ASSIGN_OR_RETURN(tables_.miss_keys, take(DType::kI32, {std::max<int64_t>(S * k, 1)}));
   FT_ASSIGN_OR_RETURN(slot_ids_, take(DType::kI32, {std::max<int64_t>(S, 1), k}));
   FT_ASSIGN_OR_RETURN(fills_, take(DType::kI32, {1 + S * k}));
-  FT_ASSIGN_OR_RETURN(fill_timing_, take(DType::kI64, {sh.n_layers, 4}));
-  FT_ASSIGN_OR_RETURN(Tensor zeros, Tensor::host(DType::kI64, {sh.n_layers, 4}));
-  std::fill_n(zeros.ptr<int64_t>(), zeros.numel(), 0);
-  FT_RETURN_IF_ERROR(device_.copy(zeros, fill_timing_));
+  FT_ASSIGN_OR_RETURN(fill_timing_, take(DType::kI64, {sh.n_layers, 4}));  // zero-filled, as the op starts
   cpu_ms_.assign(static_cast<size_t>(sh.n_layers), 0.0);
   stream_ms_.assign(static_cast<size_t>(sh.n_layers), 0.0);
   FT_ASSIGN_OR_RETURN(side_, device_.create_stream());

@@ -139,19 +139,8 @@ class CudaBackend final : public Backend {
     return std::unique_ptr<Stream>(std::move(s));
   }
 
-  Result<std::unique_ptr<StreamEvent>> record(Stream& s) override {
-    auto e = std::make_unique<CudaEvent>();
-    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming), "cudaEventCreate"));
-    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventRecord(e->event, cuda::cuda_stream(s).get()), "cudaEventRecord"));
-    return std::unique_ptr<StreamEvent>(std::move(e));
-  }
-
-  Result<std::unique_ptr<StreamEvent>> record_timed(Stream& s) override {
-    auto e = std::make_unique<CudaEvent>();
-    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventCreate(&e->event), "cudaEventCreate"));
-    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventRecord(e->event, cuda::cuda_stream(s).get()), "cudaEventRecord"));
-    return std::unique_ptr<StreamEvent>(std::move(e));
-  }
+  Result<std::unique_ptr<StreamEvent>> record(Stream& s) override { return record_event(s, cudaEventDisableTiming); }
+  Result<std::unique_ptr<StreamEvent>> record_timed(Stream& s) override { return record_event(s, cudaEventDefault); }
 
   Result<double> elapsed_ms(const StreamEvent& from, const StreamEvent& to) override {
     const cudaEvent_t a = static_cast<const CudaEvent&>(from).event, b = static_cast<const CudaEvent&>(to).event;
@@ -202,6 +191,14 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // A new event recorded on s (flags: cudaEventDisableTiming for waits only).
+  static Result<std::unique_ptr<StreamEvent>> record_event(Stream& s, unsigned flags) {
+    auto e = std::make_unique<CudaEvent>();
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventCreateWithFlags(&e->event, flags), "cudaEventCreate"));
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaEventRecord(e->event, cuda::cuda_stream(s).get()), "cudaEventRecord"));
+    return std::unique_ptr<StreamEvent>(std::move(e));
+  }
+
   Device device_;
   std::unique_ptr<cuda::CudaStream> stream_;
 };
