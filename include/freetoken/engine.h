@@ -84,6 +84,14 @@ struct EngineStats {
     double copy_ms = 0, cpu_ms = 0;
   };
   std::vector<ExpertLayer> expert_layers;
+  ExpertLayer expert_totals() const {  // every layer's counts and times summed
+    ExpertLayer t;
+    for (const ExpertLayer& l : expert_layers) {
+      t.hits += l.hits, t.fetched += l.fetched, t.cpu += l.cpu;
+      t.copy_ms += l.copy_ms, t.cpu_ms += l.cpu_ms;
+    }
+    return t;
+  }
   double step_seconds = 0;  // wall time of every engine step so far (what the copy and CPU times compare with)
   uint64_t expert_bytes_fetched = 0;  // host -> device, misses and streamed prefill chunks
   uint64_t device_bytes_in_use = 0;   // device memory the engine holds after warm-up, measured (0: not yet)

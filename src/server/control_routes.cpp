@@ -25,28 +25,25 @@ Json stats_json(ServerState& s) {
     j["tokens"] = {{"prompt", e.prompt_tokens}, {"generated", e.generated_tokens}};
     j["preemptions"] = e.preemptions;
     Json layers = Json::array();
-    int64_t hits = 0, fetched = 0, cpu = 0;
-    double copy_ms = 0, cpu_ms = 0;
     for (const auto& l : e.expert_layers) {
       const int64_t total = l.hits + l.fetched + l.cpu;
       layers.push_back({{"hits", l.hits}, {"fetched", l.fetched}, {"cpu", l.cpu},
                         {"hit_rate", total ? static_cast<double>(l.hits) / static_cast<double>(total) : 0.0},
                         {"copy_ms", l.copy_ms}, {"cpu_ms", l.cpu_ms}});
-      hits += l.hits, fetched += l.fetched, cpu += l.cpu;
-      copy_ms += l.copy_ms, cpu_ms += l.cpu_ms;
     }
-    const int64_t lookups = hits + fetched + cpu;
+    const EngineStats::ExpertLayer t = e.expert_totals();
+    const int64_t lookups = t.hits + t.fetched + t.cpu;
     j["experts"] = {{"moe_backend", e.moe_backend},
                     {"cache_slots", e.expert_slots},
                     {"experts_total", e.expert_keys},
                     {"fetch_share", e.fetch_share},
-                    {"hits", hits},
-                    {"fetched", fetched},
-                    {"cpu", cpu},
-                    {"hit_rate", lookups ? static_cast<double>(hits) / static_cast<double>(lookups) : 0.0},
+                    {"hits", t.hits},
+                    {"fetched", t.fetched},
+                    {"cpu", t.cpu},
+                    {"hit_rate", lookups ? static_cast<double>(t.hits) / static_cast<double>(lookups) : 0.0},
                     {"bytes_fetched", e.expert_bytes_fetched},
-                    {"copy_seconds", 1e-3 * copy_ms},
-                    {"cpu_seconds", 1e-3 * cpu_ms},
+                    {"copy_seconds", 1e-3 * t.copy_ms},
+                    {"cpu_seconds", 1e-3 * t.cpu_ms},
                     {"step_seconds", e.step_seconds},
                     {"device_bytes_in_use", e.device_bytes_in_use},
                     {"layers", std::move(layers)}};

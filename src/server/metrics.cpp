@@ -83,20 +83,17 @@ std::string Metrics::prometheus(const EngineStats* e, bool ready, int active_str
     metric(o, "freetoken_prefill_tokens_per_second", "gauge", "recent prefill throughput");
     o << "freetoken_prefill_tokens_per_second " << e->prefill_tokens_per_s << '\n';
     if (!e->expert_layers.empty()) {
+      const EngineStats::ExpertLayer t = e->expert_totals();
       metric(o, "freetoken_expert_lookups_total", "counter", "distinct experts per step and MoE layer, by outcome");
-      for (const char* outcome : {"hit", "fetched", "cpu"}) {
-        int64_t n = 0;
-        for (const auto& l : e->expert_layers) n += outcome[0] == 'h' ? l.hits : outcome[0] == 'f' ? l.fetched : l.cpu;
-        o << "freetoken_expert_lookups_total{outcome=\"" << outcome << "\"} " << n << '\n';
-      }
+      o << "freetoken_expert_lookups_total{outcome=\"hit\"} " << t.hits << '\n';
+      o << "freetoken_expert_lookups_total{outcome=\"fetched\"} " << t.fetched << '\n';
+      o << "freetoken_expert_lookups_total{outcome=\"cpu\"} " << t.cpu << '\n';
       metric(o, "freetoken_expert_bytes_fetched_total", "counter", "expert bytes copied host to device");
       o << "freetoken_expert_bytes_fetched_total " << e->expert_bytes_fetched << '\n';
-      double copy_ms = 0, cpu_ms = 0;
-      for (const auto& l : e->expert_layers) copy_ms += l.copy_ms, cpu_ms += l.cpu_ms;
       metric(o, "freetoken_expert_copy_seconds_total", "counter", "time in host to device expert copies");
-      o << "freetoken_expert_copy_seconds_total " << 1e-3 * copy_ms << '\n';
+      o << "freetoken_expert_copy_seconds_total " << 1e-3 * t.copy_ms << '\n';
       metric(o, "freetoken_expert_cpu_seconds_total", "counter", "time in the CPU's expert jobs");
-      o << "freetoken_expert_cpu_seconds_total " << 1e-3 * cpu_ms << '\n';
+      o << "freetoken_expert_cpu_seconds_total " << 1e-3 * t.cpu_ms << '\n';
       metric(o, "freetoken_step_seconds_total", "counter", "wall time of engine steps");
       o << "freetoken_step_seconds_total " << e->step_seconds << '\n';
     }
