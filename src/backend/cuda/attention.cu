@@ -10,6 +10,7 @@
 #include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/vec_load.cuh"
 
 namespace ft::cuda {
@@ -157,6 +158,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
 // Merges the n_split partials of one (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
 template <class TO>
 __global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head;
   const float* part = a.partial + int64_t{blockIdx.x} * a.n_split * (a.hd_v + 2);
   float mx = -INFINITY;
@@ -228,16 +231,18 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     // Ranges of at least 256 keys of the longest row, at most 64 of them.
     const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + 255) / 256, 1, std::min<int64_t>(64, max_split)));
     FT_RETURN_IF_ERROR(cuda_status(
-        launch_decode_attention(pa, n, n_split, cs.attention_scratch(), out.dtype == DType::kF32, cs.get()),
+        launch_decode_attention(pa, n, n_split, cs.attention_scratch(), out.dtype == DType::kF32, cs.pdl(), cs.get()),
         "attention (decode)"));
     if (n_split == 1) return ok_status();
     AttnArgs c{};
     c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;
     c.n_split = n_split, c.partial = cs.attention_scratch();
+    cudaError_t err = cudaSuccess;
     with_type(out.dtype, [&](auto to) {
-      combine_kernel<decltype(to)><<<static_cast<unsigned>(n * n_head), kThreads, 0, cs.get()>>>(c);
+      err = launch_pdl(cs.pdl(), combine_kernel<decltype(to)>, dim3(static_cast<unsigned>(n * n_head)), dim3(kThreads),
+                       0, cs.get(), c);
     });
-    return launch_status("attention (decode combine)");
+    return cuda_status(err, "attention (decode combine)");
   }
   AttnArgs a{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(), out.stride[0],
              out.stride[1], meta.q_start.ptr<const int32_t>(), meta.kv_len.ptr<const int32_t>(),

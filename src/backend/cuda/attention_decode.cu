@@ -7,6 +7,7 @@
 #include "backend/cuda/attention_decode.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/mma.cuh"
+#include "backend/cuda/pdl.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -29,6 +30,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
   using S = Smem<D>;
   constexpr int kLd = S::kLd, kChunks = D / 8;  // 16-byte chunks per row
   extern __shared__ __align__(128) unsigned char smem_raw[];
+  pdl_wait();
+  pdl_launch_dependents();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int n_kv = static_cast<int>(a.n_kv), group = static_cast<int>(a.group), split = static_cast<int>(blockIdx.y);
   const int row = static_cast<int>(blockIdx.x) / n_kv, kvh = static_cast<int>(blockIdx.x) % n_kv;
@@ -178,20 +181,20 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
 }
 
 template <int D, class TO>
-cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, cudaStream_t stream) {
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool pdl, cudaStream_t stream) {
   constexpr size_t smem = Smem<D>::kBytes;
   static const cudaError_t attr =
       cudaFuncSetAttribute(decode_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>(n * a.n_kv), static_cast<unsigned>(n_split));
-  decode_kernel<D, TO><<<grid, kThreads, smem, stream>>>(a, n_split, partial);
-  return cudaGetLastError();
+  return launch_pdl(pdl, decode_kernel<D, TO>, grid, dim3(kThreads), smem, stream, a, n_split, partial);
 }
 
 template <int D>
-cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32,
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32, bool pdl,
                    cudaStream_t stream) {
-  return out_f32 ? launch<D, float>(a, n, n_split, partial, stream) : launch<D, bf16>(a, n, n_split, partial, stream);
+  return out_f32 ? launch<D, float>(a, n, n_split, partial, pdl, stream)
+                 : launch<D, bf16>(a, n, n_split, partial, pdl, stream);
 }
 
 }  // namespace
@@ -201,9 +204,9 @@ bool decode_attention_supported(int64_t head_dim, int64_t group) {
 }
 
 cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32,
-                                    cudaStream_t stream) {
-  if (a.d == 64) return launch<64>(a, n, n_split, partial, out_f32, stream);
-  return launch<128>(a, n, n_split, partial, out_f32, stream);
+                                    bool pdl, cudaStream_t stream) {
+  if (a.d == 64) return launch<64>(a, n, n_split, partial, out_f32, pdl, stream);
+  return launch<128>(a, n, n_split, partial, out_f32, pdl, stream);
 }
 
 }  // namespace ft::cuda

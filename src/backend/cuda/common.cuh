@@ -62,10 +62,12 @@ struct RowMap {
   int64_t stride[3] = {0, 0, 0};
   __host__ __device__ int64_t offset(int64_t row) const {
     int64_t off = 0;
-    for (int i = n_outer - 1; i >= 0; --i) {
+    const auto dim = [&](int i) {  // called with constants: the arrays stay in registers, not on the stack
+      if (i >= n_outer) return;
       off += (row % shape[i]) * stride[i];
       row /= shape[i];
-    }
+    };
+    dim(2), dim(1), dim(0);
     return off;
   }
 };

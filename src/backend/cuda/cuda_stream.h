@@ -40,12 +40,16 @@ class CudaStream final : public Stream {
   void* lt_workspace() const { return lt_workspace_; }
   float* attention_scratch() const { return attention_scratch_; }
   int n_sm() const { return n_sm_; }
+  // Whether decode-path kernels launch as programmatic dependents (pdl.cuh): sm_90 and later, unless the
+  // environment sets FT_CUDA_PDL=0 (for A/B measurements).
+  bool pdl() const { return pdl_; }
   std::map<LtKey, LtPlan>& lt_plans() { return lt_plans_; }
 
  private:
   explicit CudaStream(int device_index) : device_index_(device_index) {}
   int device_index_;
   int n_sm_ = 0;
+  bool pdl_ = false;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;       // kLtWorkspaceBytes

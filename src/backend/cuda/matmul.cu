@@ -1,11 +1,12 @@
 // matmul: out = x @ w^T (+ bias). Decode batches of 1..4 rows go through a bandwidth-bound GEMV (one warp per
-// weight row, 16-byte loads, fp32 sums); bf16 x bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output);
+// weight row, 16-byte loads, fp32 sums; a programmatic dependent that starts loading its weights early); bf16 x bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output);
 // everything else (f32 activations or weights, unaligned shapes) through the fp32 CUDA-core tile GEMM.
 #include <string>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemm_simt.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/vec_load.cuh"
 
 namespace ft::cuda {
@@ -13,31 +14,47 @@ namespace {
 
 constexpr int kGemvMaxRows = 4;
 constexpr int kGemvWarps = 8;
-constexpr int kGemvUnroll = 4;
 
-// One warp per weight row j: out[r, j] = sum_c x[r, c] w[j, c] for the N rows of x. k % 8 == 0, rows aligned.
-template <class TX, class TW, class TO, int N>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const TX* x, int64_t ldx, const TW* w, int64_t ldw,
-                                                               TO* out, int64_t ldo, int64_t m, int64_t k) {
+struct GemvArgs {
+  const void* x;  // [N, k], row stride ldx
+  int64_t ldx;
+  const void* w;  // [m, k], row stride ldw
+  int64_t ldw;
+  void* out;  // [N, m], row stride ldo
+  int64_t ldo, m, k;
+};
+
+// One warp per weight row j: out[r, j] = sum_c x[r, c] w[j, c] for the N rows of x. k % 8 == 0, rows 16-byte
+// aligned. Each lane keeps B chunks of the row in flight before their arithmetic; the first B are loaded before
+// waiting for the kernel before (weights are no kernel's output, pdl.cuh), so the weights of a GEMV launched
+// behind a short kernel are on their way while that kernel runs.
+template <class TX, class TW, class TO, int N, int B>
+__global__ void __launch_bounds__(kGemvWarps * 32, N == 1 && B == 8 ? 5 : 1) gemv_kernel(GemvArgs a) {
   const int lane = threadIdx.x & 31;
-  const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
-  if (j >= m) return;
-  const TW* wr = w + j * ldw;
-  const int64_t n_chunks = k / 8;
-  float acc[N] = {};
-  for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kGemvUnroll) {
-    Chunk8<TW> wc[kGemvUnroll];
+  const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5), n_chunks = a.k / 8;
+  const TW* wr = static_cast<const TW*>(a.w) + j * a.ldw;
+  Chunk8<TW> wc[B];
+  const auto load_batch = [&](int64_t c0) {
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u)
+    for (int u = 0; u < B; ++u)
       if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8);
+  };
+  if (j < a.m) load_batch(lane);
+  pdl_wait();
+  pdl_launch_dependents();
+  if (j >= a.m) return;
+  const TX* x = static_cast<const TX*>(a.x);
+  float acc[N] = {};
+  for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * B) {
+    if (c0 != lane) load_batch(c0);
 #pragma unroll
-    for (int u = 0; u < kGemvUnroll; ++u) {
+    for (int u = 0; u < B; ++u) {
       const int64_t c = c0 + u * 32;
       if (c >= n_chunks) break;
 #pragma unroll
       for (int r = 0; r < N; ++r) {
         float xv[8];
-        load8(x + r * ldx + c * 8, xv);
+        load8(x + r * a.ldx + c * 8, xv);
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[r] = fmaf(xv[i], wc[u].get(i), acc[r]);
       }
@@ -46,7 +63,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_kernel(const TX* x, int6
 #pragma unroll
   for (int r = 0; r < N; ++r) {
     const float v = warp_sum(acc[r]);
-    if (lane == 0) out[r * ldo + j] = from_f32<TO>(v);
+    if (lane == 0) static_cast<TO*>(a.out)[r * a.ldo + j] = from_f32<TO>(v);
   }
 }
 
@@ -127,19 +144,28 @@ const LtPlan& lt_plan(CudaStream& cs, const Tensor& x, const Tensor& w, const Te
   return p;
 }
 
+template <auto Kernel>
+cudaError_t launch_gemv_kernel(const GemvArgs& a, const CudaStream& cs) {
+  return launch_pdl(cs.pdl(), Kernel, dim3(grid_for(a.m, kGemvWarps)), dim3(kGemvWarps * 32), 0, cs.get(), a);
+}
+
+// A whole 4096-wide bf16 row in flight per lane where the registers allow it, else 2048 elements at a time.
+template <class TX, class TW, class TO, int N>
+cudaError_t launch_gemv(const GemvArgs& a, const CudaStream& cs) {
+  constexpr bool kNarrow = sizeof(TW) == 2 && N <= 2;  // few registers per chunk and row
+  if constexpr (kNarrow)
+    if (a.k > 2048) return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, 16>>(a, cs);
+  return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, kNarrow ? 8 : 4>>(a, cs);
+}
+
 template <class TX, class TW, class TO>
-void launch_gemv(const Tensor& x, const Tensor& w, const Tensor& out, cudaStream_t st) {
-  const int64_t n = x.dim(0), m = w.dim(0), k = x.dim(1);
-  const unsigned grid = grid_for(m, kGemvWarps);
-  const auto args = [&](auto kernel) {
-    kernel<<<grid, kGemvWarps * 32, 0, st>>>(x.ptr<const TX>(), x.stride[0], w.ptr<const TW>(), w.stride[0],
-                                              out.ptr<TO>(), out.stride[0], m, k);
-  };
-  switch (n) {
-    case 1: args(gemv_kernel<TX, TW, TO, 1>); break;
-    case 2: args(gemv_kernel<TX, TW, TO, 2>); break;
-    case 3: args(gemv_kernel<TX, TW, TO, 3>); break;
-    default: args(gemv_kernel<TX, TW, TO, 4>); break;
+cudaError_t launch_gemv(const Tensor& x, const Tensor& w, const Tensor& out, const CudaStream& cs) {
+  const GemvArgs a{x.data(), x.stride[0], w.data(), w.stride[0], out.data(), out.stride[0], w.dim(0), x.dim(1)};
+  switch (x.dim(0)) {
+    case 1: return launch_gemv<TX, TW, TO, 1>(a, cs);
+    case 2: return launch_gemv<TX, TW, TO, 2>(a, cs);
+    case 3: return launch_gemv<TX, TW, TO, 3>(a, cs);
+    default: return launch_gemv<TX, TW, TO, 4>(a, cs);
   }
 }
 
@@ -165,11 +191,14 @@ Status matmul(const Tensor& x,     // [n, k] f32/bf16
                    (w.stride[0] * ws) % 16 == 0;
   bool done = false;
   if (n <= kGemvMaxRows && vec) {
+    cudaError_t err = cudaSuccess;
     with_type(x.dtype, [&](auto tx) {
       with_type(w.dtype, [&](auto tw) {
-        with_type(out.dtype, [&](auto to) { launch_gemv<decltype(tx), decltype(tw), decltype(to)>(x, w, out, st); });
+        with_type(out.dtype,
+                  [&](auto to) { err = launch_gemv<decltype(tx), decltype(tw), decltype(to)>(x, w, out, cs); });
       });
     });
+    FT_RETURN_IF_ERROR(cuda_status(err, "matmul (gemv)"));
     done = true;
   } else if (x.dtype == DType::kBF16 && w.dtype == DType::kBF16 && k > 0) {
     const LtPlan& p = lt_plan(cs, x, w, out);

@@ -1,9 +1,9 @@
 // moe_experts: the routed experts of a batch, reading expert ids and weights from device memory only (no
 // host round trip, so a decode step can be captured in a CUDA graph).
-//  decode (n <= kDecodeMaxTokens): fused expert GEMVs. gate_up: one warp per (pair, intermediate row) computes
-//    the gate and up dots together and stores silu(gate) * up; down: one warp per (token, output row) runs the
-//    token's k experts as one run of chunks and sums them with the router weights, so no atomics and a fixed
-//    summation order.
+//  decode (n <= kDecodeMaxTokens): fused expert GEMVs, launched as programmatic dependents (pdl.cuh). gate_up:
+//    one warp per (pair, intermediate row) computes the gate and up dots together and stores silu(gate) * up;
+//    down: one block per (token, 4 output rows), a warp per expert, the experts' dots summed in order with the
+//    router weights (no atomics, a fixed summation order), its first weights loaded before gate_up ends.
 //  prefill with bf16 expert weights (more than 32 tokens): a grouped GEMM on tensor cores, moe_experts_gemm.cu.
 //  prefill otherwise (f32 weights, unaligned shapes): grouped GEMM on CUDA cores. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
 //    (a scan of the ids), gathers their rows in tiles of 64 and multiplies on CUDA cores in fp32; a last
@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemm_simt.cuh"
 #include "backend/cuda/moe_experts_gemm.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/vec_load.cuh"
 
 namespace ft::cuda {
@@ -49,7 +50,7 @@ __device__ __forceinline__ float dot(const TA* a, const TB* b, int64_t len, bool
       Chunk8<TA> ca;
       Chunk8<TB> cb;
       ca.load(a + c);
-      cb.load(b + c);
+      cb.load_act(b + c);
 #pragma unroll
       for (int i = 0; i < 8; ++i) acc = fmaf(ca.get(i), cb.get(i), acc);
     }
@@ -59,11 +60,18 @@ __device__ __forceinline__ float dot(const TA* a, const TB* b, int64_t len, bool
   return warp_sum(acc);
 }
 
-// grid (ceil(inter / kWarps), P): h[p, i] = silu(gate[e] row i . x[t]) * (up[e] row i . x[t]).
+constexpr int kGateUpWarps = 4;
+constexpr int kGateUpBatch = 8;  // 16-byte chunks of each of the gate and up rows in flight per lane
+
+// grid (ceil(inter / kGateUpWarps), P), one warp per (pair p, intermediate row i):
+// h[p, i] = silu(gate[e] row i . x[t]) * (up[e] row i . x[t]). Each lane keeps kGateUpBatch chunks of both rows
+// in flight before their arithmetic.
 template <class TX, class TW>
-__global__ void __launch_bounds__(kWarps * 32) decode_gate_up_kernel(ExpertArgs a) {
+__global__ void __launch_bounds__(kGateUpWarps * 32) decode_gate_up_kernel(ExpertArgs a) {
+  pdl_wait();  // the ids come from the kernel before
+  pdl_launch_dependents();
   const int lane = threadIdx.x & 31;
-  const int64_t i = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5), p = blockIdx.y, t = p / a.k;
+  const int64_t i = blockIdx.x * int64_t{kGateUpWarps} + (threadIdx.x >> 5), p = blockIdx.y, t = p / a.k;
   if (i >= a.inter) return;
   const int64_t e = a.ids[t * a.ids_ld + p % a.k];
   if (e < 0 || e >= a.n_expert) return;
@@ -72,18 +80,25 @@ __global__ void __launch_bounds__(kWarps * 32) decode_gate_up_kernel(ExpertArgs 
   const TW* up = gate + a.inter * a.d;
   float g = 0.0f, u = 0.0f;
   if (a.vec) {
-    // Both rows' loads issued before any arithmetic, and iterations unrolled so more are in flight per lane.
-#pragma unroll 4
-    for (int64_t c = lane * 8; c < a.d; c += 256) {
-      Chunk8<TW> cg, cu;
-      Chunk8<TX> cx;
-      cg.load(gate + c);
-      cu.load(up + c);
-      cx.load(x + c);
+    const int64_t n_chunks = a.d / 8;
+    for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kGateUpBatch) {
+      Chunk8<TW> cg[kGateUpBatch], cu[kGateUpBatch];
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        g = fmaf(cx.get(j), cg.get(j), g);
-        u = fmaf(cx.get(j), cu.get(j), u);
+      for (int b = 0; b < kGateUpBatch; ++b) {
+        const int64_t c = c0 + 32 * b;
+        if (c < n_chunks) cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
+      }
+#pragma unroll
+      for (int b = 0; b < kGateUpBatch; ++b) {
+        const int64_t c = c0 + 32 * b;
+        if (c >= n_chunks) break;
+        Chunk8<TX> cx;
+        cx.load_act(x + c * 8);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          g = fmaf(cx.get(j), cg[b].get(j), g);
+          u = fmaf(cx.get(j), cu[b].get(j), u);
+        }
       }
     }
   } else {
@@ -98,60 +113,88 @@ __global__ void __launch_bounds__(kWarps * 32) decode_gate_up_kernel(ExpertArgs 
   if (lane == 0) a.h[p * a.inter + i] = g / (1.0f + expf(-g)) * u;
 }
 
-constexpr int kDownMaxK = 32;  // experts per token the flattened down kernel takes
+constexpr int kDownWarps = 8;
+constexpr int kDownRows = 4;   // output rows per block
+constexpr int kDownBatch = 4;  // 16-byte chunks of each bf16 row in flight per lane
+constexpr int kDownMaxK = 32;  // experts per token the block-per-rows down kernel takes
 
-// grid (ceil(d / kWarps), n): out[t, r] = sum_j weights[t, j] * (down[e_j] row r . h[t k + j]). With 16-byte
-// rows the warp walks the token's k rows as one run of 8-element chunks, four loads in flight per lane, so a
-// short row (inter of a few hundred) does not leave the memory system idle between experts.
+// grid (ceil(d / kDownRows), n), one block per (token t, kDownRows output rows r):
+// out[t, r] = sum_j weights[t, j] * (down[e_j] row r . h[t k + j]). Warp w takes experts j = w, w + kDownWarps, ...;
+// a lane reads the same columns of the block's rows, so its h chunks serve every row. The per-expert dots are
+// summed in expert order (no atomics: a fixed order). Each warp loads its first batch of weights before waiting
+// for gate_up: the ids come from the router two launches back (pdl.cuh), so the weights are on their way during
+// gate_up's last blocks.
 template <class TW, class TO>
-__global__ void __launch_bounds__(kWarps * 32) decode_down_kernel(ExpertArgs a) {
-  __shared__ const TW* rows[kDownMaxK];  // expert j's down matrix, or null when the pair is skipped
-  __shared__ float weight[kDownMaxK];
-  const int lane = threadIdx.x & 31;
-  const int64_t r = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5), t = blockIdx.y;
-  const bool flat = a.vec && a.k <= kDownMaxK;
-  if (flat && threadIdx.x < a.k) {
-    const int64_t e = a.ids[t * a.ids_ld + threadIdx.x];
-    rows[threadIdx.x] = e < 0 || e >= a.n_expert ? nullptr : static_cast<const TW*>(a.down) + e * a.down_stride;
-    weight[threadIdx.x] = a.weights[t * a.weights_ld + threadIdx.x];
-  }
-  __syncthreads();
-  if (r >= a.d) return;
-  float acc = 0.0f;
-  if (flat) {
-    constexpr int kUnroll = 4;
-    const int64_t per = a.inter / 8, total = a.k * per;
-    for (int64_t q0 = lane; q0 < total; q0 += 32 * kUnroll) {
-      Chunk8<TW> cw[kUnroll];
-      Chunk8<float> ch[kUnroll];
-      float w[kUnroll];
+__global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertArgs a) {
+  __shared__ float part[kDownMaxK][kDownRows];
+  constexpr int kBatch = sizeof(TW) == 2 ? kDownBatch : kDownBatch / 2;  // f32 chunks take twice the registers
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t r0 = blockIdx.x * int64_t{kDownRows}, t = blockIdx.y, n_chunks = a.inter / 8;
+  const int64_t rows = std::min<int64_t>(kDownRows, a.d - r0);
+  const auto expert_rows = [&](int64_t j) -> const TW* {  // rows r0.. of expert j's down matrix, null if skipped
+    const int64_t e = a.ids[t * a.ids_ld + j];
+    return e < 0 || e >= a.n_expert ? nullptr : static_cast<const TW*>(a.down) + e * a.down_stride + r0 * a.inter;
+  };
+  Chunk8<TW> cw[kDownRows][kBatch];
+  const auto load_batch = [&](const TW* w, int64_t c0) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t q = q0 + 32 * u, j = q / per, c = (q % per) * 8;
-        w[u] = 0.0f;
-        if (q < total && rows[j]) {
-          cw[u].load(rows[j] + r * a.inter + c);
-          ch[u].load(a.h + (t * a.k + j) * a.inter + c);
-          w[u] = weight[j];
+    for (int r = 0; r < kDownRows; ++r)
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        if (r < rows && c0 + 32 * b < n_chunks) cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
+  };
+  const TW* first = warp < a.k ? expert_rows(warp) : nullptr;
+  if (first) load_batch(first, lane);
+  pdl_wait();  // h comes from gate_up
+  pdl_launch_dependents();
+  for (int64_t j = warp; j < a.k; j += kDownWarps) {
+    const TW* w = j == warp ? first : expert_rows(j);
+    float acc[kDownRows] = {};
+    if (w) {
+      const float* h = a.h + (t * a.k + j) * a.inter;
+      for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kBatch) {
+        if (j != warp || c0 != lane) load_batch(w, c0);
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+          if (c0 + 32 * b >= n_chunks) break;
+          Chunk8<float> ch;
+          ch.load_act(h + (c0 + 32 * b) * 8);
+#pragma unroll
+          for (int r = 0; r < kDownRows; ++r)
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[r] = fmaf(cw[r][b].get(i), ch.get(i), acc[r]);
         }
       }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (w[u] == 0.0f) continue;
-        float dot8 = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) dot8 = fmaf(cw[u].get(i), ch[u].get(i), dot8);
-        acc = fmaf(w[u], dot8, acc);
-      }
     }
-    acc = warp_sum(acc);
-  } else {
-    for (int64_t j = 0; j < a.k; ++j) {
-      const int64_t e = a.ids[t * a.ids_ld + j];
-      if (e < 0 || e >= a.n_expert) continue;
-      const TW* row = static_cast<const TW*>(a.down) + e * a.down_stride + r * a.inter;
-      acc += a.weights[t * a.weights_ld + j] * dot(row, a.h + (t * a.k + j) * a.inter, a.inter, a.vec, lane);
+    const float wj = a.weights[t * a.weights_ld + j];
+#pragma unroll
+    for (int r = 0; r < kDownRows; ++r) {
+      const float v = warp_sum(acc[r]);
+      if (lane == 0) part[j][r] = w ? wj * v : 0.0f;
     }
+  }
+  __syncthreads();
+  if (threadIdx.x < rows) {
+    float sum = 0.0f;
+    for (int64_t j = 0; j < a.k; ++j) sum += part[j][threadIdx.x];
+    static_cast<TO*>(a.out)[t * a.ldo + r0 + threadIdx.x] = from_f32<TO>(sum);
+  }
+}
+
+// Unaligned shapes or more than kDownMaxK experts per token: one warp per (token, output row).
+template <class TW, class TO>
+__global__ void __launch_bounds__(kWarps * 32) decode_down_rowwise_kernel(ExpertArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int lane = threadIdx.x & 31;
+  const int64_t r = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5), t = blockIdx.y;
+  if (r >= a.d) return;
+  float acc = 0.0f;
+  for (int64_t j = 0; j < a.k; ++j) {
+    const int64_t e = a.ids[t * a.ids_ld + j];
+    if (e < 0 || e >= a.n_expert) continue;
+    const TW* row = static_cast<const TW*>(a.down) + e * a.down_stride + r * a.inter;
+    acc += a.weights[t * a.weights_ld + j] * dot(row, a.h + (t * a.k + j) * a.inter, a.inter, a.vec, lane);
   }
   if (lane == 0) static_cast<TO*>(a.out)[t * a.ldo + r] = from_f32<TO>(acc);
 }
@@ -309,24 +352,32 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   const ExpertArgs a{x.data(),    x.stride[0], ids.ptr<const int32_t>(), ids.stride[0], weights.ptr<const float>(),
                      weights.stride[0], gate_up.data(), down.data(), gate_up.stride[0], down.stride[0], out.data(),
                      out.stride[0], h, y, n, k, d, inter, n_expert, vec};
-  const cudaStream_t st = cuda_stream(s).get();
+  const CudaStream& cs = cuda_stream(s);
+  const cudaStream_t st = cs.get();
   const bool decode = n <= kDecodeMaxTokens;
   if (!decode && (n_expert > 65535 || pairs > INT32_MAX)) return shape_error("moe_experts", "too many experts/pairs");
+  cudaError_t err = cudaSuccess;
   with_type(gate_up.dtype, [&](auto tw) {
     using TW = decltype(tw);
     with_type(x.dtype, [&](auto tx) {
       using TX = decltype(tx);
       if (decode)
-        decode_gate_up_kernel<TX, TW><<<dim3(grid_for(inter, kWarps), static_cast<unsigned>(pairs)), kWarps * 32, 0,
-                                        st>>>(a);
+        err = launch_pdl(cs.pdl(), decode_gate_up_kernel<TX, TW>,
+                         dim3(grid_for(inter, kGateUpWarps), static_cast<unsigned>(pairs)), dim3(kGateUpWarps * 32), 0,
+                         st, a);
       else
         grouped_gate_up_kernel<TX, TW>
             <<<dim3(grid_for(inter, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
     });
+    if (err != cudaSuccess) return;
     with_type(out.dtype, [&](auto to) {
       using TO = decltype(to);
-      if (decode) {
-        decode_down_kernel<TW, TO><<<dim3(grid_for(d, kWarps), static_cast<unsigned>(n)), kWarps * 32, 0, st>>>(a);
+      if (decode && vec && k <= kDownMaxK) {
+        err = launch_pdl(cs.pdl(), decode_down_kernel<TW, TO>, dim3(grid_for(d, kDownRows), static_cast<unsigned>(n)),
+                         dim3(kDownWarps * 32), 0, st, a);
+      } else if (decode) {
+        err = launch_pdl(cs.pdl(), decode_down_rowwise_kernel<TW, TO>,
+                         dim3(grid_for(d, kWarps), static_cast<unsigned>(n)), dim3(kWarps * 32), 0, st, a);
       } else {
         grouped_down_kernel<TW>
             <<<dim3(grid_for(d, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
@@ -334,6 +385,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
       }
     });
   });
+  FT_RETURN_IF_ERROR(cuda_status(err, "moe_experts (decode)"));
   return launch_status("moe_experts");
 }
 

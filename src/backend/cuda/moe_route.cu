@@ -1,9 +1,11 @@
 // moe_route: one warp per token. Softmax or sigmoid scores in fp32, optional correction bias for selection
 // only, grouped top-k (DeepSeek: groups ranked by the sum of their top-2 biased scores, experts outside the
 // topk_group best get 0), then k rounds of a warp arg-max (ties to the lowest index, as the CPU op),
-// renormalisation and scaling. Ids come out by descending selection score.
+// renormalisation and scaling. Ids come out by descending selection score. Ungrouped routing over up to 256
+// experts keeps the scores in registers (moe_route_fast_kernel).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -42,6 +44,8 @@ __device__ __forceinline__ int64_t warp_arg_max(const float* v, int64_t n, int l
 
 __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(RouteArgs a) {
   extern __shared__ float smem[];  // per warp: score [n_expert], choice [n_expert], group score [kMaxGroups]
+  pdl_wait();
+  pdl_launch_dependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t = blockIdx.x * int64_t{kWarps} + warp;
   if (t >= a.n) return;
@@ -105,6 +109,82 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(RouteArgs a) {
   }
 }
 
+constexpr int kFastPerLane = 8;  // the register path: up to 256 experts, 8 per lane
+constexpr int64_t kFastMaxExperts = 32 * kFastPerLane;
+
+// A float's order as an unsigned key (larger float, larger key); -0 is folded into +0 so that they tie.
+__device__ __forceinline__ uint32_t order_key(float v) {
+  const uint32_t u = __float_as_uint(v + 0.0f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// Ungrouped routing with every score in registers (expert e = lane + 32 i at slot i of its lane): each of the k
+// rounds is two warp reductions (the largest key, then the lowest expert holding it), not a shuffle tree over
+// (value, index) pairs and shared memory. Same selections, ties and weights as moe_route_kernel.
+__global__ void __launch_bounds__(kWarps * 32) moe_route_fast_kernel(RouteArgs a) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t t = blockIdx.x * int64_t{kWarps} + warp;
+  if (t >= a.n) return;
+  const float* lg = a.logits + t * a.logits_ld;
+  float score[kFastPerLane], choice[kFastPerLane];
+#pragma unroll
+  for (int i = 0; i < kFastPerLane; ++i) {
+    const int e = lane + 32 * i;
+    score[i] = e < a.n_expert ? lg[e] : -INFINITY;
+  }
+  if (a.sigmoid) {
+#pragma unroll
+    for (int i = 0; i < kFastPerLane; ++i) score[i] = 1.0f / (1.0f + expf(-score[i]));
+  } else {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kFastPerLane; ++i) mx = fmaxf(mx, score[i]);
+    mx = warp_max(mx);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kFastPerLane; ++i) {
+      score[i] = lane + 32 * i < a.n_expert ? expf(score[i] - mx) : 0.0f;
+      sum += score[i];
+    }
+    sum = warp_sum(sum);
+#pragma unroll
+    for (int i = 0; i < kFastPerLane; ++i) score[i] /= sum;
+  }
+#pragma unroll
+  for (int i = 0; i < kFastPerLane; ++i) {
+    const int e = lane + 32 * i;
+    choice[i] = e < a.n_expert ? (a.bias ? score[i] + a.bias[e] : score[i]) : 0.0f;
+  }
+  int32_t my_id = 0;  // lane j keeps the j-th pick
+  float my_w = 0.0f;
+  for (int j = 0; j < a.k; ++j) {
+    uint32_t best = 0;  // below every valid key: experts past n_expert are never picked
+    int best_i = 0;
+#pragma unroll
+    for (int i = 0; i < kFastPerLane; ++i) {
+      const uint32_t key = lane + 32 * i < a.n_expert ? order_key(choice[i]) : 0u;
+      if (key > best) best = key, best_i = i;
+    }
+    const uint32_t top = __reduce_max_sync(0xffffffffu, best);
+    const uint32_t e = __reduce_min_sync(0xffffffffu, best == top ? static_cast<uint32_t>(lane + 32 * best_i) : ~0u);
+    float w = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kFastPerLane; ++i)
+      if (static_cast<uint32_t>(lane + 32 * i) == e) w = score[i], choice[i] = -INFINITY;  // taken
+    w = __shfl_sync(0xffffffffu, w, static_cast<int>(e & 31));
+    if (lane == j) my_id = static_cast<int32_t>(e), my_w = w;
+  }
+  float sum = 0.0f;  // in pick order, as the other kernel and the CPU op
+  for (int j = 0; j < a.k; ++j) sum += __shfl_sync(0xffffffffu, my_w, j);
+  const float denom = a.sigmoid ? sum + 1e-20f : sum;
+  if (lane < a.k) {
+    a.ids[t * a.ids_ld + lane] = my_id;
+    a.weights[t * a.weights_ld + lane] = (a.norm_topk ? my_w / denom : my_w) * a.scale;
+  }
+}
+
 }  // namespace
 
 Status moe_route(const Tensor& logits,   // [n, n_expert] f32
@@ -130,8 +210,13 @@ Status moe_route(const Tensor& logits,   // [n, n_expert] f32
                     ids.ptr<int32_t>(), ids.stride[0], weights.ptr<float>(), weights.stride[0], n, n_expert, k,
                     p.n_group, p.topk_group, p.scoring == RouterScoring::kSigmoid, p.norm_topk, p.scale};
   const size_t smem = kWarps * (2 * n_expert + kMaxGroups) * sizeof(float);
-  moe_route_kernel<<<grid_for(n, kWarps), kWarps * 32, smem, cuda_stream(s).get()>>>(a);
-  return launch_status("moe_route");
+  const CudaStream& cs = cuda_stream(s);
+  const bool fast = p.n_group == 1 && n_expert <= kFastMaxExperts && k <= 32;
+  return cuda_status(fast ? launch_pdl(cs.pdl(), moe_route_fast_kernel, dim3(grid_for(n, kWarps)), dim3(kWarps * 32), 0,
+                                       cs.get(), a)
+                          : launch_pdl(cs.pdl(), moe_route_kernel, dim3(grid_for(n, kWarps)), dim3(kWarps * 32), smem,
+                                       cs.get(), a),
+                     "moe_route");
 }
 
 }  // namespace ft::cuda

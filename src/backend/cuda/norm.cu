@@ -1,16 +1,20 @@
 // Row reductions: rms_norm (x * w or zero-centred x * (1 + w), 1 + w formed in fp32), add_rms_norm (the residual
-// update, then rms_norm) and softmax; one block per row, fp32 sums.
+// update, then rms_norm) and softmax; one block per row, fp32 sums. The norms launch as programmatic
+// dependents (pdl.cuh).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/norm.cuh"
+#include "backend/cuda/pdl.cuh"
 
 namespace ft::cuda {
 namespace {
 
 template <class TX, class TW, class TO>
-__global__ void rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, RowMap om, int64_t d, float eps,
+__global__ void __launch_bounds__(kNormMaxBlock) rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, RowMap om, int64_t d, float eps,
                                 bool zero_centered) {
   __shared__ float red[32];
+  pdl_wait();
+  pdl_launch_dependents();
   const TX* xr = x + xm.offset(blockIdx.x);
   rms_norm_row([&](int64_t j) { return to_f32(xr[j]); }, xr, w, out + om.offset(blockIdx.x), d, eps,
                zero_centered ? 1.0f : 0.0f, red);
@@ -18,21 +22,20 @@ __global__ void rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, Ro
 
 // x += delta (rounded to TX as add rounds it), then the norm of the rounded row, as rms_norm_kernel.
 template <class TX, class TW, class TO>
-__global__ void add_rms_norm_kernel(TX* x, RowMap xm, const TX* delta, RowMap dm, const TW* w, TO* out, RowMap om,
+__global__ void __launch_bounds__(kNormMaxBlock) add_rms_norm_kernel(TX* x, RowMap xm, const TX* delta, RowMap dm, const TW* w, TO* out, RowMap om,
                                     int64_t d, float eps, bool zero_centered) {
   __shared__ float red[32];
+  pdl_wait();
+  pdl_launch_dependents();
   TX* xr = x + xm.offset(blockIdx.x);
   const TX* dr = delta + dm.offset(blockIdx.x);
-  const auto load = [&](int64_t j) {
-    const TX sum = from_f32<TX>(to_f32(xr[j]) + to_f32(dr[j]));
-    xr[j] = sum;
-    return to_f32(sum);
-  };
-  rms_norm_row(load, xr, w, out + om.offset(blockIdx.x), d, eps, zero_centered ? 1.0f : 0.0f, red);
+  const auto load = [&](int64_t j) { return to_f32(from_f32<TX>(to_f32(xr[j]) + to_f32(dr[j]))); };
+  const auto commit = [&](int64_t j, float sum) { xr[j] = from_f32<TX>(sum); };
+  rms_norm_row(load, commit, xr, w, out + om.offset(blockIdx.x), d, eps, zero_centered ? 1.0f : 0.0f, red);
 }
 
 template <class TX, class TO>
-__global__ void softmax_kernel(const TX* x, int64_t x_stride, TO* out, int64_t out_stride, int64_t m) {
+__global__ void __launch_bounds__(kNormMaxBlock) softmax_kernel(const TX* x, int64_t x_stride, TO* out, int64_t out_stride, int64_t m) {
   __shared__ float red[32];
   const TX* xr = x + blockIdx.x * x_stride;
   TO* o = out + blockIdx.x * out_stride;
@@ -59,18 +62,21 @@ Status rms_norm(const Tensor& x,    // [..., d] f32/bf16
   const int64_t rows = x.numel() / std::max<int64_t>(1, x.dim(-1)), d = x.dim(-1);
   if (rows == 0 || d == 0) return ok_status();
   if (rows > INT32_MAX) return shape_error("rms_norm", "too many rows");
+  const CudaStream& cs = cuda_stream(s);
+  cudaError_t err = cudaSuccess;
   with_type(x.dtype, [&](auto tx) {
     with_type(w.dtype, [&](auto tw) {
       with_type(out.dtype, [&](auto to) {
         using TX = decltype(tx);
         using TW = decltype(tw);
         using TO = decltype(to);
-        rms_norm_kernel<<<static_cast<unsigned>(rows), norm_row_block(d), 0, cuda_stream(s).get()>>>(
-            x.ptr<const TX>(), row_map(x), w.ptr<const TW>(), out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
+        err = launch_pdl(cs.pdl(), rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
+                         dim3(norm_row_block(d)), 0, cs.get(), x.ptr<const TX>(), row_map(x), w.ptr<const TW>(),
+                         out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
       });
     });
   });
-  return launch_status("rms_norm");
+  return cuda_status(err, "rms_norm");
 }
 
 Status add_rms_norm(const Tensor& x,      // [..., d] f32/bf16, updated in place
@@ -87,19 +93,21 @@ Status add_rms_norm(const Tensor& x,      // [..., d] f32/bf16, updated in place
   const int64_t rows = x.numel() / std::max<int64_t>(1, x.dim(-1)), d = x.dim(-1);
   if (rows == 0 || d == 0) return ok_status();
   if (rows > INT32_MAX) return shape_error("add_rms_norm", "too many rows");
+  const CudaStream& cs = cuda_stream(s);
+  cudaError_t err = cudaSuccess;
   with_type(x.dtype, [&](auto tx) {
     with_type(w.dtype, [&](auto tw) {
       with_type(out.dtype, [&](auto to) {
         using TX = decltype(tx);
         using TW = decltype(tw);
         using TO = decltype(to);
-        add_rms_norm_kernel<<<static_cast<unsigned>(rows), norm_row_block(d), 0, cuda_stream(s).get()>>>(
-            x.ptr<TX>(), row_map(x), delta.ptr<const TX>(), row_map(delta), w.ptr<const TW>(), out.ptr<TO>(),
-            row_map(out), d, p.eps, p.zero_centered);
+        err = launch_pdl(cs.pdl(), add_rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
+                         dim3(norm_row_block(d)), 0, cs.get(), x.ptr<TX>(), row_map(x), delta.ptr<const TX>(),
+                         row_map(delta), w.ptr<const TW>(), out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
       });
     });
   });
-  return launch_status("add_rms_norm");
+  return cuda_status(err, "add_rms_norm");
 }
 
 Status softmax(const Tensor& x,    // [n, m] f32/bf16

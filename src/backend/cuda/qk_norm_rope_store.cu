@@ -4,6 +4,7 @@
 // there, as kv_store does. The values of rms_norm, rope and kv_store in one launch.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/norm.cuh"
 #include "backend/cuda/rope.cuh"
 
@@ -22,13 +23,15 @@ struct Heads {
 
 // Block (t, h): head h of token t, q's heads first, then k's, then v's. A slot out of range stores nothing.
 template <class T, class TW, class TC>
-__global__ void qk_norm_rope_store_kernel(Heads<T> q, Heads<T> k, Heads<const T> v, const TW* q_w, const TW* k_w,
+__global__ void __launch_bounds__(kNormMaxBlock) qk_norm_rope_store_kernel(Heads<T> q, Heads<T> k, Heads<const T> v, const TW* q_w, const TW* k_w,
                                           const int32_t* positions, const float* inv_freq, const int32_t* slots,
                                           int64_t n_slots, TC* k_cache, TC* v_cache, int64_t hd, int64_t hd_v,
                                           int64_t half, float eps, bool zero_centered, bool interleaved, float factor) {
   __shared__ float red[32];
   extern __shared__ __align__(16) unsigned char staged_raw[];
   T* staged = reinterpret_cast<T*>(staged_raw);  // [hd]: the normalised row, rounded to T
+  pdl_wait();
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x, h = blockIdx.y, slot = slots[t];
   const bool store = slot >= 0 && slot < n_slots;
   if (h >= q.n + k.n) {  // a value head
@@ -102,6 +105,8 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
   const int64_t heads = q.dim(1) + 2 * n_kv;
   if (n == 0 || heads == 0 || hd == 0) return ok_status();
   if (n > INT32_MAX || heads > 65535 || hd > kMaxHeadDim) return shape_error(op, "too large");
+  const CudaStream& cs = cuda_stream(s);
+  cudaError_t err = cudaSuccess;
   with_type(q.dtype, [&](auto tq) {
     with_type(q_w.dtype, [&](auto tw) {
       with_type(k_cache.dtype, [&](auto tc) {
@@ -110,7 +115,8 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
         using TC = decltype(tc);
         const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(heads));
         const size_t staged_bytes = static_cast<size_t>(hd) * sizeof(T);
-        qk_norm_rope_store_kernel<T, TW, TC><<<grid, norm_row_block(hd), staged_bytes, cuda_stream(s).get()>>>(
+        err = launch_pdl(
+            cs.pdl(), qk_norm_rope_store_kernel<T, TW, TC>, grid, dim3(norm_row_block(hd)), staged_bytes, cs.get(),
             Heads<T>{q.ptr<T>(), q.stride[0], q.stride[1], q.dim(1)},
             Heads<T>{k.ptr<T>(), k.stride[0], k.stride[1], n_kv},
             Heads<const T>{v.ptr<const T>(), v.stride[0], v.stride[1], n_kv}, q_w.ptr<const TW>(), k_w.ptr<const TW>(),
@@ -120,7 +126,7 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
       });
     });
   });
-  return launch_status(op);
+  return cuda_status(err, op);
 }
 
 }  // namespace ft::cuda

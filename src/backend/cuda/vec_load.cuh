@@ -1,5 +1,6 @@
 // Eight consecutive elements as fp32 through 16-byte loads (one for bf16, two for f32); the pointer must be
-// 16-byte aligned. ld.global.nc: weights and activations are read-only for the kernel that loads them.
+// 16-byte aligned. Weights go through ld.global.nc (read-only for the whole run); activations, which a kernel
+// launched as a programmatic dependent (pdl.cuh) may see written while it runs, through plain loads.
 #pragma once
 
 #include "backend/cuda/common.cuh"
@@ -7,7 +8,7 @@
 namespace ft::cuda {
 
 __device__ __forceinline__ void load8(const bf16* p, float (&v)[8]) {
-  const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
   const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
@@ -17,17 +18,19 @@ __device__ __forceinline__ void load8(const bf16* p, float (&v)[8]) {
 }
 
 __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
-  const float4 a = __ldg(reinterpret_cast<const float4*>(p)), b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+  const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
 }
 
-// Raw 16-byte chunks, so that several loads can be in flight before any is converted.
+// Raw 16-byte chunks, so that several loads can be in flight before any is converted: load for weights,
+// load_act for activations.
 template <class T>
 struct Chunk8;
 template <>
 struct Chunk8<bf16> {
   uint4 u;
   __device__ __forceinline__ void load(const bf16* p) { u = __ldg(reinterpret_cast<const uint4*>(p)); }
+  __device__ __forceinline__ void load_act(const bf16* p) { u = *reinterpret_cast<const uint4*>(p); }
   __device__ __forceinline__ float get(int i) const {
     const uint32_t w = i < 2 ? u.x : i < 4 ? u.y : i < 6 ? u.z : u.w;
     return __uint_as_float((i & 1) ? (w & 0xffff0000u) : (w << 16));
@@ -39,6 +42,10 @@ struct Chunk8<float> {
   __device__ __forceinline__ void load(const float* p) {
     a = __ldg(reinterpret_cast<const float4*>(p));
     b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+  }
+  __device__ __forceinline__ void load_act(const float* p) {
+    a = reinterpret_cast<const float4*>(p)[0];
+    b = reinterpret_cast<const float4*>(p)[1];
   }
   __device__ __forceinline__ float get(int i) const {
     const float4& q = i < 4 ? a : b;

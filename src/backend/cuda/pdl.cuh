@@ -1,0 +1,53 @@
+// Programmatic dependent launch (sm_90+): a kernel launched with launch_pdl may start while the kernel before it
+// on the stream is still running, run a prologue that touches nothing that kernel writes (loads of its weights),
+// and wait for it in pdl_wait(). This hides the launch gap between the small kernels of a decode step and
+// overlaps the weight stream of a GEMV with the latency-bound kernel before it. Inside captured graphs the
+// dependency becomes a programmatic edge.
+//
+// The rules every kernel launched with launch_pdl keeps:
+//  - pdl_wait() runs in every thread before the thread reads or writes anything an earlier kernel of the stream
+//    reads or writes, and before any early return (a kernel that ends without waiting would let the kernels
+//    after it run ahead of the ones before it);
+//  - pdl_launch_dependents() runs only after pdl_wait().
+// Kernels launched plainly may call pdl_launch_dependents() anywhere: they start after everything before them.
+// Together these mean that once a kernel starts, every kernel two or more launches before it has finished, so a
+// prologue may read their outputs (the expert ids of the down GEMV, written by the router two launches back).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace ft::cuda {
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the previous kernel when `pdl`.
+template <class... Params, class... Args>
+cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = pdl ? &attr : nullptr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace ft::cuda
