@@ -28,13 +28,14 @@ struct GemvArgs {
 // aligned. Each lane keeps B chunks of the row in flight before their arithmetic; the first B are loaded before
 // waiting for the kernel before (weights are no kernel's output, pdl.cuh), so the weights of a GEMV launched
 // behind a short kernel are on their way while that kernel runs.
-template <class TX, class TW, class TO, int N, int B>
-__global__ void __launch_bounds__(kGemvWarps * 32, N == 1 && B == 8 ? 5 : 1) gemv_kernel(GemvArgs a) {
+template <class TX, class TW, class TO, int N, int B, int MinBlocks = 1>
+__global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvArgs a) {
   const int lane = threadIdx.x & 31;
-  const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5), n_chunks = a.k / 8;
+  const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
+  const int n_chunks = static_cast<int>(a.k / 8);  // 32-bit chunk indices: registers for the loads
   const TW* wr = static_cast<const TW*>(a.w) + j * a.ldw;
   Chunk8<TW> wc[B];
-  const auto load_batch = [&](int64_t c0) {
+  const auto load_batch = [&](int c0) {
 #pragma unroll
     for (int u = 0; u < B; ++u)
       if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8);
@@ -45,11 +46,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, N == 1 && B == 8 ? 5 : 1) gem
   if (j >= a.m) return;
   const TX* x = static_cast<const TX*>(a.x);
   float acc[N] = {};
-  for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * B) {
+  for (int c0 = lane; c0 < n_chunks; c0 += 32 * B) {
     if (c0 != lane) load_batch(c0);
 #pragma unroll
     for (int u = 0; u < B; ++u) {
-      const int64_t c = c0 + u * 32;
+      const int c = c0 + u * 32;
       if (c >= n_chunks) break;
 #pragma unroll
       for (int r = 0; r < N; ++r) {
@@ -155,6 +156,12 @@ cudaError_t launch_gemv(const GemvArgs& a, const CudaStream& cs) {
   constexpr bool kNarrow = sizeof(TW) == 2 && N <= 2;  // few registers per chunk and row
   if constexpr (kNarrow)
     if (a.k > 2048) return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, 16>>(a, cs);
+  // A matrix of up to kOneWaveBlocks blocks per SM (Qwen3-30B's qkv: 5120 rows) in one wave, at 48 registers: every
+  // row's first loads go out before the kernel before ends. Larger ones (lm_head) keep their registers.
+  constexpr int kOneWaveBlocks = 5;
+  if constexpr (kNarrow && N == 1)
+    if (a.m <= int64_t{kOneWaveBlocks} * kGemvWarps * cs.n_sm())
+      return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, 8, kOneWaveBlocks>>(a, cs);
   return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, kNarrow ? 8 : 4>>(a, cs);
 }
 
