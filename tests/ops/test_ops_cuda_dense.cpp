@@ -36,8 +36,8 @@ TEST(OpsCuda, Matmul) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
   // {m, k}: k % 8 == 0 takes the GEMV (n <= 4) and cuBLASLt (bf16) paths, odd k the CUDA-core tile GEMM. The
-  // GEMV's warps take more than one row when m exceeds what the device holds at once (9000), and a bf16 row wider
-  // than 2048 in one batch of loads (4104).
+  // GEMV has a one-wave variant for matrices the device holds at once and another past that (9000 rows), and
+  // loads a bf16 row wider than 2048 in one batch (4104).
   const int64_t shapes[][2] = {{1, 1},      {17, 64},   {64, 17},    {1000, 33},
                                {37, 2049},  {130, 256}, {300, 2048}, {48, 4104}, {9000, 64}};
   for (DType xd : {DType::kF32, DType::kBF16})

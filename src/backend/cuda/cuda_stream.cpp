@@ -1,6 +1,8 @@
 // CudaStream: stream, cuBLASLt handle and fixed scratch, created together and destroyed together.
 #include "backend/cuda/cuda_stream.h"
 
+#include "backend/cuda/pdl.cuh"
+
 #include <cstdlib>
 #include <string>
 
@@ -17,11 +19,8 @@ Result<std::unique_ptr<CudaStream>> CudaStream::create(int device_index, bool sc
   FT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_index), "cudaSetDevice"));
   FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&s->n_sm_, cudaDevAttrMultiProcessorCount, device_index),
                                  "cudaDeviceGetAttribute"));
-  int major = 0;
-  FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index),
-                                 "cudaDeviceGetAttribute"));
   const char* env = std::getenv("FT_CUDA_PDL");
-  s->pdl_ = major >= 9 && !(env && std::string(env) == "0");
+  s->pdl_ = pdl_compiled_for_current_device() && !(env && std::string(env) == "0");
   FT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   if (!scratch) return s;
   if (cublasLtCreate(&s->lt_) != CUBLAS_STATUS_SUCCESS) return internal_error("cublasLtCreate failed");

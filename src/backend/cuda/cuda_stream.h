@@ -40,8 +40,8 @@ class CudaStream final : public Stream {
   void* lt_workspace() const { return lt_workspace_; }
   float* attention_scratch() const { return attention_scratch_; }
   int n_sm() const { return n_sm_; }
-  // Whether decode-path kernels launch as programmatic dependents (pdl.cuh): sm_90 and later, unless the
-  // environment sets FT_CUDA_PDL=0 (for A/B measurements).
+  // Whether decode-path kernels launch as programmatic dependents (pdl.cuh): when the build's code for this
+  // device is sm_90 or later, unless the environment sets FT_CUDA_PDL=0 (for A/B measurements).
   bool pdl() const { return pdl_; }
   std::map<LtKey, LtPlan>& lt_plans() { return lt_plans_; }
 

@@ -68,7 +68,7 @@ constexpr int kGateUpBatch = 8;  // 16-byte chunks of each of the gate and up ro
 // in flight before their arithmetic.
 template <class TX, class TW>
 __global__ void __launch_bounds__(kGateUpWarps * 32) decode_gate_up_kernel(ExpertArgs a) {
-  pdl_wait();  // the ids come from the kernel before
+  pdl_wait();  // the ids (router or expert cache lookup) and the slots (cache fill) may come from the kernel before
   pdl_launch_dependents();
   const int lane = threadIdx.x & 31;
   const int64_t i = blockIdx.x * int64_t{kGateUpWarps} + (threadIdx.x >> 5), p = blockIdx.y, t = p / a.k;

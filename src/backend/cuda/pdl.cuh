@@ -12,6 +12,9 @@
 // Kernels launched plainly may call pdl_launch_dependents() anywhere: they start after everything before them.
 // Together these mean that once a kernel starts, every kernel two or more launches before it has finished, so a
 // prologue may read their outputs (the expert ids of the down GEMV, written by the router two launches back).
+// That follows from what griddepcontrol.wait guarantees (the prerequisite grid has completed and its writes are
+// visible) and from a dependent starting only once every block of the kernel before it has triggered; CUDA does
+// not state it as such.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,6 +35,10 @@ __device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+
+// True when the kernels of this build wait in pdl_wait() on the current device (code for sm_90 or later runs
+// there); CudaStream turns PDL on only then.
+bool pdl_compiled_for_current_device();
 
 // kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the previous kernel when `pdl`.
 template <class... Params, class... Args>
