@@ -1,203 +1,23 @@
 // moe_experts: the routed experts of a batch, reading expert ids and weights from device memory only (no
 // host round trip, so a decode step can be captured in a CUDA graph).
-//  decode (n <= kDecodeMaxTokens): fused expert GEMVs, launched as programmatic dependents (pdl.cuh). gate_up:
-//    one warp per (pair, intermediate row) computes the gate and up dots together and stores silu(gate) * up;
-//    down: one block per (token, 4 output rows), a warp per expert, the experts' dots summed in order with the
-//    router weights (no atomics, a fixed summation order), its first weights loaded before gate_up ends.
+//  decode (n <= kMoeDecodeMaxTokens): fused expert GEMVs, moe_experts_decode.cu.
 //  prefill with bf16 expert weights (more than 32 tokens): a grouped GEMM on tensor cores, moe_experts_gemm.cu.
-//  prefill otherwise (f32 weights, unaligned shapes): grouped GEMM on CUDA cores. One block per (expert, 64-row weight tile) collects the pairs routed to its expert
-//    (a scan of the ids), gathers their rows in tiles of 64 and multiplies on CUDA cores in fp32; a last
-//    kernel combines each token's k down outputs with the router weights.
+//  prefill otherwise (f32 weights, unaligned shapes): grouped GEMM on CUDA cores. One block per (expert, 64-row
+//    weight tile) collects the pairs routed to its expert (a scan of the ids), gathers their rows in tiles of 64
+//    and multiplies on CUDA cores in fp32; a last kernel combines each token's k down outputs with the router
+//    weights.
 // Pairs whose expert id is out of range contribute nothing.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemm_simt.cuh"
+#include "backend/cuda/moe_experts_decode.cuh"
 #include "backend/cuda/moe_experts_gemm.cuh"
-#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/vec_load.cuh"
 
 namespace ft::cuda {
 namespace {
 
-constexpr int64_t kDecodeMaxTokens = 8;
-constexpr int kWarps = 8;
-
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
-
-struct ExpertArgs {
-  const void* x;
-  int64_t ldx;
-  const int32_t* ids;
-  int64_t ids_ld;
-  const float* weights;
-  int64_t weights_ld;
-  const void* gate_up;  // [n_expert, 2 inter, d], expert stride gu_stride elements
-  const void* down;     // [n_expert, d, inter], expert stride down_stride elements
-  int64_t gu_stride, down_stride;
-  void* out;
-  int64_t ldo;
-  float* h;  // [P, inter] silu(gate) * up
-  float* y;  // [P, d] down outputs (prefill)
-  int64_t n, k, d, inter, n_expert;
-  bool vec;  // d and inter multiples of 8, tensors 16-byte aligned
-};
-
-template <class TA, class TB>
-__device__ __forceinline__ float dot(const TA* a, const TB* b, int64_t len, bool vec, int lane) {
-  float acc = 0.0f;
-  if (vec) {
-    for (int64_t c = lane * 8; c < len; c += 256) {
-      Chunk8<TA> ca;
-      Chunk8<TB> cb;
-      ca.load(a + c);
-      cb.load_act(b + c);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc = fmaf(ca.get(i), cb.get(i), acc);
-    }
-  } else {
-    for (int64_t c = lane; c < len; c += 32) acc = fmaf(to_f32(a[c]), to_f32(b[c]), acc);
-  }
-  return warp_sum(acc);
-}
-
-constexpr int kGateUpWarps = 4;
-constexpr int kGateUpBatch = 8;  // 16-byte chunks of each of the gate and up rows in flight per lane
-
-// grid (ceil(inter / kGateUpWarps), P), one warp per (pair p, intermediate row i):
-// h[p, i] = silu(gate[e] row i . x[t]) * (up[e] row i . x[t]). Each lane keeps kGateUpBatch chunks of both rows
-// in flight before their arithmetic.
-template <class TX, class TW>
-__global__ void __launch_bounds__(kGateUpWarps * 32) decode_gate_up_kernel(ExpertArgs a) {
-  pdl_wait();  // the ids (router or expert cache lookup) and the slots (cache fill) may come from the kernel before
-  pdl_launch_dependents();
-  const int lane = threadIdx.x & 31;
-  const int64_t i = blockIdx.x * int64_t{kGateUpWarps} + (threadIdx.x >> 5), p = blockIdx.y, t = p / a.k;
-  if (i >= a.inter) return;
-  const int64_t e = a.ids[t * a.ids_ld + p % a.k];
-  if (e < 0 || e >= a.n_expert) return;
-  const TX* x = static_cast<const TX*>(a.x) + t * a.ldx;
-  const TW* gate = static_cast<const TW*>(a.gate_up) + e * a.gu_stride + i * a.d;
-  const TW* up = gate + a.inter * a.d;
-  float g = 0.0f, u = 0.0f;
-  if (a.vec) {
-    const int64_t n_chunks = a.d / 8;
-    for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kGateUpBatch) {
-      Chunk8<TW> cg[kGateUpBatch], cu[kGateUpBatch];
-#pragma unroll
-      for (int b = 0; b < kGateUpBatch; ++b) {
-        const int64_t c = c0 + 32 * b;
-        if (c < n_chunks) cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
-      }
-#pragma unroll
-      for (int b = 0; b < kGateUpBatch; ++b) {
-        const int64_t c = c0 + 32 * b;
-        if (c >= n_chunks) break;
-        Chunk8<TX> cx;
-        cx.load_act(x + c * 8);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          g = fmaf(cx.get(j), cg[b].get(j), g);
-          u = fmaf(cx.get(j), cu[b].get(j), u);
-        }
-      }
-    }
-  } else {
-    for (int64_t c = lane; c < a.d; c += 32) {
-      const float xv = to_f32(x[c]);
-      g = fmaf(xv, to_f32(gate[c]), g);
-      u = fmaf(xv, to_f32(up[c]), u);
-    }
-  }
-  g = warp_sum(g);
-  u = warp_sum(u);
-  if (lane == 0) a.h[p * a.inter + i] = g / (1.0f + expf(-g)) * u;
-}
-
-constexpr int kDownWarps = 8;
-constexpr int kDownRows = 4;   // output rows per block
-constexpr int kDownBatch = 4;  // 16-byte chunks of each bf16 row in flight per lane
-constexpr int kDownMaxK = 32;  // experts per token the block-per-rows down kernel takes
-
-// grid (ceil(d / kDownRows), n), one block per (token t, kDownRows output rows r):
-// out[t, r] = sum_j weights[t, j] * (down[e_j] row r . h[t k + j]). Warp w takes experts j = w, w + kDownWarps, ...;
-// a lane reads the same columns of the block's rows, so its h chunks serve every row. The per-expert dots are
-// summed in expert order (no atomics: a fixed order). Each warp loads its first batch of weights before waiting
-// for gate_up: the ids come from the router two launches back (pdl.cuh), so the weights are on their way during
-// gate_up's last blocks.
-template <class TW, class TO>
-__global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertArgs a) {
-  __shared__ float part[kDownMaxK][kDownRows];
-  constexpr int kBatch = sizeof(TW) == 2 ? kDownBatch : kDownBatch / 2;  // f32 chunks take twice the registers
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t r0 = blockIdx.x * int64_t{kDownRows}, t = blockIdx.y, n_chunks = a.inter / 8;
-  const int64_t rows = std::min<int64_t>(kDownRows, a.d - r0);
-  const auto expert_rows = [&](int64_t j) -> const TW* {  // rows r0.. of expert j's down matrix, null if skipped
-    const int64_t e = a.ids[t * a.ids_ld + j];
-    return e < 0 || e >= a.n_expert ? nullptr : static_cast<const TW*>(a.down) + e * a.down_stride + r0 * a.inter;
-  };
-  Chunk8<TW> cw[kDownRows][kBatch];
-  const auto load_batch = [&](const TW* w, int64_t c0) {
-#pragma unroll
-    for (int r = 0; r < kDownRows; ++r)
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        if (r < rows && c0 + 32 * b < n_chunks) cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
-  };
-  const TW* first = warp < a.k ? expert_rows(warp) : nullptr;
-  if (first) load_batch(first, lane);
-  pdl_wait();  // h comes from gate_up
-  pdl_launch_dependents();
-  for (int64_t j = warp; j < a.k; j += kDownWarps) {
-    const TW* w = j == warp ? first : expert_rows(j);
-    float acc[kDownRows] = {};
-    if (w) {
-      const float* h = a.h + (t * a.k + j) * a.inter;
-      for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kBatch) {
-        if (j != warp || c0 != lane) load_batch(w, c0);
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (c0 + 32 * b >= n_chunks) break;
-          Chunk8<float> ch;
-          ch.load_act(h + (c0 + 32 * b) * 8);
-#pragma unroll
-          for (int r = 0; r < kDownRows; ++r)
-#pragma unroll
-            for (int i = 0; i < 8; ++i) acc[r] = fmaf(cw[r][b].get(i), ch.get(i), acc[r]);
-        }
-      }
-    }
-    const float wj = a.weights[t * a.weights_ld + j];
-#pragma unroll
-    for (int r = 0; r < kDownRows; ++r) {
-      const float v = warp_sum(acc[r]);
-      if (lane == 0) part[j][r] = w ? wj * v : 0.0f;
-    }
-  }
-  __syncthreads();
-  if (threadIdx.x < rows) {
-    float sum = 0.0f;
-    for (int64_t j = 0; j < a.k; ++j) sum += part[j][threadIdx.x];
-    static_cast<TO*>(a.out)[t * a.ldo + r0 + threadIdx.x] = from_f32<TO>(sum);
-  }
-}
-
-// Unaligned shapes or more than kDownMaxK experts per token: one warp per (token, output row).
-template <class TW, class TO>
-__global__ void __launch_bounds__(kWarps * 32) decode_down_rowwise_kernel(ExpertArgs a) {
-  pdl_wait();
-  pdl_launch_dependents();
-  const int lane = threadIdx.x & 31;
-  const int64_t r = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5), t = blockIdx.y;
-  if (r >= a.d) return;
-  float acc = 0.0f;
-  for (int64_t j = 0; j < a.k; ++j) {
-    const int64_t e = a.ids[t * a.ids_ld + j];
-    if (e < 0 || e >= a.n_expert) continue;
-    const TW* row = static_cast<const TW*>(a.down) + e * a.down_stride + r * a.inter;
-    acc += a.weights[t * a.weights_ld + j] * dot(row, a.h + (t * a.k + j) * a.inter, a.inter, a.vec, lane);
-  }
-  if (lane == 0) static_cast<TO*>(a.out)[t * a.ldo + r] = from_f32<TO>(acc);
-}
 
 // The pairs routed to one expert, collected in order by a block-wide scan of the ids, 64 at a time.
 struct PairList {
@@ -354,38 +174,20 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
                      out.stride[0], h, y, n, k, d, inter, n_expert, vec};
   const CudaStream& cs = cuda_stream(s);
   const cudaStream_t st = cs.get();
-  const bool decode = n <= kDecodeMaxTokens;
-  if (!decode && (n_expert > 65535 || pairs > INT32_MAX)) return shape_error("moe_experts", "too many experts/pairs");
-  cudaError_t err = cudaSuccess;
+  if (n <= kMoeDecodeMaxTokens)
+    return cuda_status(launch_moe_experts_decode(a, x.dtype, gate_up.dtype, out.dtype, cs), "moe_experts");
+  if (n_expert > 65535 || pairs > INT32_MAX) return shape_error("moe_experts", "too many experts/pairs");
   with_type(gate_up.dtype, [&](auto tw) {
     using TW = decltype(tw);
     with_type(x.dtype, [&](auto tx) {
-      using TX = decltype(tx);
-      if (decode)
-        err = launch_pdl(cs.pdl(), decode_gate_up_kernel<TX, TW>,
-                         dim3(grid_for(inter, kGateUpWarps), static_cast<unsigned>(pairs)), dim3(kGateUpWarps * 32), 0,
-                         st, a);
-      else
-        grouped_gate_up_kernel<TX, TW>
-            <<<dim3(grid_for(inter, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
+      grouped_gate_up_kernel<decltype(tx), TW>
+          <<<dim3(grid_for(inter, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
     });
-    if (err != cudaSuccess) return;
     with_type(out.dtype, [&](auto to) {
-      using TO = decltype(to);
-      if (decode && vec && k <= kDownMaxK) {
-        err = launch_pdl(cs.pdl(), decode_down_kernel<TW, TO>, dim3(grid_for(d, kDownRows), static_cast<unsigned>(n)),
-                         dim3(kDownWarps * 32), 0, st, a);
-      } else if (decode) {
-        err = launch_pdl(cs.pdl(), decode_down_rowwise_kernel<TW, TO>,
-                         dim3(grid_for(d, kWarps), static_cast<unsigned>(n)), dim3(kWarps * 32), 0, st, a);
-      } else {
-        grouped_down_kernel<TW>
-            <<<dim3(grid_for(d, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
-        combine_kernel<TO><<<static_cast<unsigned>(n), 256, 0, st>>>(a);
-      }
+      grouped_down_kernel<TW><<<dim3(grid_for(d, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
+      combine_kernel<decltype(to)><<<static_cast<unsigned>(n), 256, 0, st>>>(a);
     });
   });
-  FT_RETURN_IF_ERROR(cuda_status(err, "moe_experts (decode)"));
   return launch_status("moe_experts");
 }
 
