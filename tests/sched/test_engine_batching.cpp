@@ -92,8 +92,9 @@ TEST(EngineBatching, SixteenConcurrentEqualAlone) {
 }
 
 TEST(EngineBatching, PreemptionByRecomputeKeepsResults) {
-  // 8 requests of 3..62 + 60 tokens share 16 pages (256 tokens): decode runs out of pages.
-  Workload w = make_workload(8, 5, 60);
+  // 8 requests of 4..56 + 100 tokens share 16 pages (256 tokens): any three of them overflow it, so decode runs
+  // out of pages however the requests' admissions interleave.
+  Workload w = make_workload(8, 5, 100);
   auto engine = test::make_engine(8, 64, 16);
   auto got = run_concurrently(*engine, w.requests);
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], w.alone[i], "request " + std::to_string(i));
@@ -216,8 +217,9 @@ TEST(EngineBatchingQwen35, ConcurrentChunkedEqualAlone) {
 }
 
 TEST(EngineBatchingQwen35, PreemptionByRecomputeKeepsResults) {
-  // 8 requests of 3..62 + 40 tokens share 16 pages (256 tokens) of the full-attention layer: decode preempts.
-  Workload w = make_workload(8, 5, 40, "qwen3_5_moe");
+  // 8 requests of 4..56 + 100 tokens share 16 pages (256 tokens) of the full-attention layer: any three of them
+  // overflow it, so decode preempts however the requests' admissions interleave.
+  Workload w = make_workload(8, 5, 100, "qwen3_5_moe");
   auto engine = test::make_engine(8, 64, 16, "qwen3_5_moe");
   auto got = run_concurrently(*engine, w.requests);
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], w.alone[i], "request " + std::to_string(i));
