@@ -100,7 +100,8 @@ void report() {
     if (i > first) s.gap_ns += static_cast<double>(r.start) - static_cast<double>(g_records[i - 1].end);
   }
   std::vector<std::pair<std::string, Summary>> rows(by_kernel.begin(), by_kernel.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.total_ns > b.second.total_ns; });
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.total_ns > b.second.total_ns; });
   const double span_ns = g_records.size() > first
                              ? static_cast<double>(g_records.back().end) - static_cast<double>(g_records[first].start)
                              : 0.0;

@@ -158,8 +158,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
 // Merges the n_split partials of one (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
 template <class TO>
 __global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head;
   const float* part = a.partial + int64_t{blockIdx.x} * a.n_split * (a.hd_v + 2);
   float mx = -INFINITY;
@@ -230,9 +229,9 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   if (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group)) {
     // Ranges of at least 256 keys of the longest row, at most 64 of them.
     const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + 255) / 256, 1, std::min<int64_t>(64, max_split)));
-    FT_RETURN_IF_ERROR(cuda_status(
-        launch_decode_attention(pa, n, n_split, cs.attention_scratch(), out.dtype == DType::kF32, cs.pdl(), cs.get()),
-        "attention (decode)"));
+    FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, cs.attention_scratch(),
+                                                           out.dtype == DType::kF32, cs.pdl(), cs.get()),
+                                   "attention (decode)"));
     if (n_split == 1) return ok_status();
     AttnArgs c{};
     c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;

@@ -30,8 +30,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
   using S = Smem<D>;
   constexpr int kLd = S::kLd, kChunks = D / 8;  // 16-byte chunks per row
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int n_kv = static_cast<int>(a.n_kv), group = static_cast<int>(a.group), split = static_cast<int>(blockIdx.y);
   const int row = static_cast<int>(blockIdx.x) / n_kv, kvh = static_cast<int>(blockIdx.x) % n_kv;

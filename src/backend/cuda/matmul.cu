@@ -1,6 +1,7 @@
 // matmul: out = x @ w^T (+ bias). Decode batches of 1..4 rows go through a bandwidth-bound GEMV (one warp per
-// weight row, 16-byte loads, fp32 sums; a programmatic dependent that starts loading its weights early); bf16 x bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output);
-// everything else (f32 activations or weights, unaligned shapes) through the fp32 CUDA-core tile GEMM.
+// weight row, 16-byte loads, fp32 sums; a programmatic dependent that starts loading its weights early); bf16 x
+// bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output); everything else (f32 activations or weights,
+// unaligned shapes) through the fp32 CUDA-core tile GEMM.
 #include <string>
 
 #include "backend/cuda/common.cuh"
@@ -41,8 +42,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvAr
       if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8);
   };
   if (j < a.m) load_batch(lane);
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   if (j >= a.m) return;
   const TX* x = static_cast<const TX*>(a.x);
   float acc[N] = {};

@@ -184,7 +184,8 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
           <<<dim3(grid_for(inter, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
     });
     with_type(out.dtype, [&](auto to) {
-      grouped_down_kernel<TW><<<dim3(grid_for(d, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
+      grouped_down_kernel<TW>
+          <<<dim3(grid_for(d, kSimtTile), static_cast<unsigned>(n_expert)), kSimtThreads, 0, st>>>(a);
       combine_kernel<decltype(to)><<<static_cast<unsigned>(n), 256, 0, st>>>(a);
     });
   });

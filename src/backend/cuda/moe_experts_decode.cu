@@ -39,8 +39,7 @@ constexpr int kGateUpBatch = 8;  // 16-byte chunks of each of the gate and up ro
 // in flight before their arithmetic.
 template <class TX, class TW>
 __global__ void __launch_bounds__(kGateUpWarps * 32) decode_gate_up_kernel(ExpertArgs a) {
-  pdl_wait();  // the ids (router or expert cache lookup) and the slots (cache fill) may come from the kernel before
-  pdl_launch_dependents();
+  pdl_wait_then_release();  // the ids (router, cache lookup) and the slots (cache fill) may be the kernel before's
   const int lane = threadIdx.x & 31;
   const int64_t i = blockIdx.x * int64_t{kGateUpWarps} + (threadIdx.x >> 5), p = blockIdx.y, t = p / a.k;
   if (i >= a.inter) return;
@@ -116,8 +115,7 @@ __global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertA
   };
   const TW* first = warp < a.k ? expert_rows(warp) : nullptr;
   if (first) load_batch(first, lane);
-  pdl_wait();  // h comes from gate_up
-  pdl_launch_dependents();
+  pdl_wait_then_release();  // h comes from gate_up
   for (int64_t j = warp; j < a.k; j += kDownWarps) {
     const TW* w = j == warp ? first : expert_rows(j);
     float acc[kDownRows] = {};
@@ -155,8 +153,7 @@ __global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertA
 // Unaligned shapes or more than kDownMaxK experts per token: one warp per (token, output row).
 template <class TW, class TO>
 __global__ void __launch_bounds__(kWarps * 32) decode_down_rowwise_kernel(ExpertArgs a) {
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const int lane = threadIdx.x & 31;
   const int64_t r = blockIdx.x * int64_t{kWarps} + (threadIdx.x >> 5), t = blockIdx.y;
   if (r >= a.d) return;

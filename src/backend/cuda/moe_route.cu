@@ -44,8 +44,7 @@ __device__ __forceinline__ int64_t warp_arg_max(const float* v, int64_t n, int l
 
 __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(RouteArgs a) {
   extern __shared__ float smem[];  // per warp: score [n_expert], choice [n_expert], group score [kMaxGroups]
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t = blockIdx.x * int64_t{kWarps} + warp;
   if (t >= a.n) return;
@@ -122,8 +121,7 @@ __device__ __forceinline__ uint32_t order_key(float v) {
 // rounds is two warp reductions (the largest key, then the lowest expert holding it), not a shuffle tree over
 // (value, index) pairs and shared memory. Same selections, ties and weights as moe_route_kernel.
 __global__ void __launch_bounds__(kWarps * 32) moe_route_fast_kernel(RouteArgs a) {
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t t = blockIdx.x * int64_t{kWarps} + warp;
   if (t >= a.n) return;

@@ -10,11 +10,10 @@ namespace ft::cuda {
 namespace {
 
 template <class TX, class TW, class TO>
-__global__ void __launch_bounds__(kNormMaxBlock) rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, RowMap om, int64_t d, float eps,
-                                bool zero_centered) {
+__global__ void __launch_bounds__(kNormMaxBlock)
+    rms_norm_kernel(const TX* x, RowMap xm, const TW* w, TO* out, RowMap om, int64_t d, float eps, bool zero_centered) {
   __shared__ float red[32];
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const TX* xr = x + xm.offset(blockIdx.x);
   rms_norm_row([&](int64_t j) { return to_f32(xr[j]); }, xr, w, out + om.offset(blockIdx.x), d, eps,
                zero_centered ? 1.0f : 0.0f, red);
@@ -22,11 +21,11 @@ __global__ void __launch_bounds__(kNormMaxBlock) rms_norm_kernel(const TX* x, Ro
 
 // x += delta (rounded to TX as add rounds it), then the norm of the rounded row, as rms_norm_kernel.
 template <class TX, class TW, class TO>
-__global__ void __launch_bounds__(kNormMaxBlock) add_rms_norm_kernel(TX* x, RowMap xm, const TX* delta, RowMap dm, const TW* w, TO* out, RowMap om,
-                                    int64_t d, float eps, bool zero_centered) {
+__global__ void __launch_bounds__(kNormMaxBlock)
+    add_rms_norm_kernel(TX* x, RowMap xm, const TX* delta, RowMap dm, const TW* w, TO* out, RowMap om, int64_t d,
+                        float eps, bool zero_centered) {
   __shared__ float red[32];
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   TX* xr = x + xm.offset(blockIdx.x);
   const TX* dr = delta + dm.offset(blockIdx.x);
   const auto load = [&](int64_t j) { return to_f32(from_f32<TX>(to_f32(xr[j]) + to_f32(dr[j]))); };
@@ -35,7 +34,8 @@ __global__ void __launch_bounds__(kNormMaxBlock) add_rms_norm_kernel(TX* x, RowM
 }
 
 template <class TX, class TO>
-__global__ void __launch_bounds__(kNormMaxBlock) softmax_kernel(const TX* x, int64_t x_stride, TO* out, int64_t out_stride, int64_t m) {
+__global__ void __launch_bounds__(kNormMaxBlock)
+    softmax_kernel(const TX* x, int64_t x_stride, TO* out, int64_t out_stride, int64_t m) {
   __shared__ float red[32];
   const TX* xr = x + blockIdx.x * x_stride;
   TO* o = out + blockIdx.x * out_stride;

@@ -29,7 +29,7 @@ bool probe_current_device() {
 }  // namespace
 
 bool pdl_compiled_for_current_device() {
-  // Below sm_90 pdl_wait() is empty: kernels launched as dependents would not wait.
+  // Below sm_90 pdl_wait_then_release() is empty: kernels launched as dependents would not wait.
   static std::mutex mutex;
   static std::map<int, bool> by_device;
   int device = 0;

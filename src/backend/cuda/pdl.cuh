@@ -1,18 +1,16 @@
 // Programmatic dependent launch (sm_90+): a kernel launched with launch_pdl may start while the kernel before it
 // on the stream is still running, run a prologue that touches nothing that kernel writes (loads of its weights),
-// and wait for it in pdl_wait(). This hides the launch gap between the small kernels of a decode step and
-// overlaps the weight stream of a GEMV with the latency-bound kernel before it. Inside captured graphs the
-// dependency becomes a programmatic edge.
+// and wait for it in pdl_wait_then_release(). This hides the launch gap between the small kernels of a decode
+// step and overlaps the weight stream of a GEMV with the latency-bound kernel before it. Inside captured graphs
+// the dependency becomes a programmatic edge.
 //
-// The rules every kernel launched with launch_pdl keeps:
-//  - pdl_wait() runs in every thread before the thread reads or writes anything an earlier kernel of the stream
-//    reads or writes, and before any early return (a kernel that ends without waiting would let the kernels
-//    after it run ahead of the ones before it);
-//  - pdl_launch_dependents() runs only after pdl_wait().
-// Kernels launched plainly may call pdl_launch_dependents() anywhere: they start after everything before them.
-// Together these mean that once a kernel starts, every kernel two or more launches before it has finished, so a
-// prologue may read their outputs (the expert ids of the down GEMV, written by the router two launches back).
-// That follows from what griddepcontrol.wait guarantees (the prerequisite grid has completed and its writes are
+// The rule every kernel launched with launch_pdl keeps: pdl_wait_then_release() runs in every thread before the
+// thread reads or writes anything an earlier kernel of the stream reads or writes, and before any early return (a
+// kernel that ends without waiting would let the kernels after it run ahead of the ones before it). It lets the
+// next kernel start only after the wait, so once a kernel starts, every kernel two or more launches before it has
+// finished, and a prologue may read their outputs (the expert ids of the down GEMV, written by the router two
+// launches back); plainly launched kernels start after everything before them and release nothing early. That
+// follows from what griddepcontrol.wait guarantees (the prerequisite grid has completed and its writes are
 // visible) and from a dependent starting only once every block of the kernel before it has triggered; CUDA does
 // not state it as such.
 #pragma once
@@ -24,20 +22,16 @@
 
 namespace ft::cuda {
 
-__device__ __forceinline__ void pdl_wait() {
+// Waits for the kernel before (its writes are then visible), then lets the kernel after this one start.
+__device__ __forceinline__ void pdl_wait_then_release() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
-// True when the kernels of this build wait in pdl_wait() on the current device (code for sm_90 or later runs
-// there); CudaStream turns PDL on only then.
+// True when the kernels of this build wait in pdl_wait_then_release() on the current device (code for sm_90 or
+// later runs there); CudaStream turns PDL on only then.
 bool pdl_compiled_for_current_device();
 
 // kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the previous kernel when `pdl`.

@@ -23,15 +23,15 @@ struct Heads {
 
 // Block (t, h): head h of token t, q's heads first, then k's, then v's. A slot out of range stores nothing.
 template <class T, class TW, class TC>
-__global__ void __launch_bounds__(kNormMaxBlock) qk_norm_rope_store_kernel(Heads<T> q, Heads<T> k, Heads<const T> v, const TW* q_w, const TW* k_w,
-                                          const int32_t* positions, const float* inv_freq, const int32_t* slots,
-                                          int64_t n_slots, TC* k_cache, TC* v_cache, int64_t hd, int64_t hd_v,
-                                          int64_t half, float eps, bool zero_centered, bool interleaved, float factor) {
+__global__ void __launch_bounds__(kNormMaxBlock)
+    qk_norm_rope_store_kernel(Heads<T> q, Heads<T> k, Heads<const T> v, const TW* q_w, const TW* k_w,
+                              const int32_t* positions, const float* inv_freq, const int32_t* slots, int64_t n_slots,
+                              TC* k_cache, TC* v_cache, int64_t hd, int64_t hd_v, int64_t half, float eps,
+                              bool zero_centered, bool interleaved, float factor) {
   __shared__ float red[32];
   extern __shared__ __align__(16) unsigned char staged_raw[];
   T* staged = reinterpret_cast<T*>(staged_raw);  // [hd]: the normalised row, rounded to T
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl_wait_then_release();
   const int64_t t = blockIdx.x, h = blockIdx.y, slot = slots[t];
   const bool store = slot >= 0 && slot < n_slots;
   if (h >= q.n + k.n) {  // a value head

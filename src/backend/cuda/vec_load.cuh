@@ -1,6 +1,6 @@
 // Eight consecutive elements as fp32 through 16-byte loads (one for bf16, two for f32); the pointer must be
 // 16-byte aligned. Weights go through ld.global.nc: nothing writes them while a kernel reads them (the expert
-// cache's fill kernel has finished before an expert GEMV loads a slot: after its pdl_wait, or two launches
+// cache's fill kernel has finished before an expert GEMV loads a slot: after its wait, or two launches
 // later). Activations, which a kernel launched as a programmatic dependent (pdl.cuh) may see written while it
 // runs, go through plain loads.
 #pragma once
