@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/model_flags.h"
@@ -112,7 +113,12 @@ Status bench_decode(const Args& a) {
   FT_ASSIGN_OR_RETURN(const Backend::MemoryInfo memory_at_start, be.memory_info());
   FT_ASSIGN_OR_RETURN(SafetensorsArchive ckpt, SafetensorsArchive::open_dir(o.model_dir));
   FT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(o.model_dir));
-  const int64_t warmup = 3, context = prompt + warmup + 2 * tokens + 4;
+  // Each sequence holds what the run writes, or --context tokens as a server sizes it (the page table's width, which
+  // sizes the decode attention's launch).
+  const int64_t warmup = 3, needed = prompt + warmup + 2 * tokens + 4;
+  if (o.context > 0 && o.context < needed)
+    return invalid_argument("flag --context must be at least " + std::to_string(needed) + " for this run");
+  const int64_t context = o.context > 0 ? o.context : needed;
   double share = 0.5;
   std::string note;
   const MoeBackend moe = resolve_moe_backend(o.moe, be, &share, &note);
@@ -418,7 +424,8 @@ int cmd_bench(int argc, char** argv) {
     return argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) ? 0 : 2;
   }
   Args a("bench decode", "Measures batched decode throughput (every weight resident) against the measured copy "
-                         "bandwidth; activations default to bf16 on cuda.");
+                         "bandwidth; activations default to bf16 on cuda. Sequences hold what the run needs unless "
+                         "--context sets their capacity, as a server's context length does.");
   add_model_flags(a);
   a.flag("batch", "N", "sequences decoded together", "1");
   a.flag("tokens", "N", "timed decode steps", "128");

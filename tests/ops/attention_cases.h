@@ -30,8 +30,10 @@ struct AttnProblem {
 };
 
 // seqs: {queries this step, kv length after it} per sequence; q in dtype `act`. hd 80 makes hd_v 64 (hd_k != hd_v).
+// The page table is extra_pages wider than the longest sequence needs, as the model's (a server's context length).
 inline AttnProblem make_attention_problem(const OpTable& ref, Stream& ref_stream, const AttnCase& c, DType act,
-                                          const std::vector<std::pair<int64_t, int64_t>>& seqs) {
+                                          const std::vector<std::pair<int64_t, int64_t>>& seqs,
+                                          int64_t extra_pages = 3) {
   AttnProblem a;
   const int64_t n_seq = static_cast<int64_t>(seqs.size());
   int64_t max_pages = 0, total_pages = 0;
@@ -40,7 +42,7 @@ inline AttnProblem make_attention_problem(const OpTable& ref, Stream& ref_stream
     max_pages = std::max(max_pages, (kv + c.page_size - 1) / c.page_size);
     total_pages += (kv + c.page_size - 1) / c.page_size;
   }
-  max_pages += 3;  // a wider page table than any sequence needs, as the model's
+  max_pages += extra_pages;
   a.hd_v = c.hd == 80 ? 64 : c.hd;
   a.q = make_tensor(act, {a.n, c.n_head, c.hd});
   a.k_cache = make_tensor(c.cache, {total_pages + 2, c.page_size, c.n_kv, c.hd});

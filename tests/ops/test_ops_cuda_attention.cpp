@@ -39,10 +39,10 @@ TEST(OpsCuda, KvStore) {
         }
 }
 
-// seqs: {queries this step, kv length after it}.
+// seqs: {queries this step, kv length after it}; extra_pages: as make_attention_problem's.
 void run_attention(CudaEnv& env, const AttnCase& c, DType ad, const std::vector<std::pair<int64_t, int64_t>>& seqs,
-                   const std::string& label) {
-  const AttnProblem a = make_attention_problem(env.ref, env.ref_stream, c, ad, seqs);
+                   const std::string& label, int64_t extra_pages = 3) {
+  const AttnProblem a = make_attention_problem(env.ref, env.ref_stream, c, ad, seqs, extra_pages);
   PagedAttentionMeta dmeta = a.meta;
   dmeta.q_start = env.up(a.meta.q_start), dmeta.kv_len = env.up(a.meta.kv_len);
   dmeta.page_table = env.up(a.meta.page_table);
@@ -69,6 +69,8 @@ TEST(OpsCuda, Attention) {
     for (const AttnCase& c : cases) {
       run_attention(env, c, ad, {{1, 1}, {1, 40}, {17, 17}, {5, 70}, {33, 45}}, "mixed");
       run_attention(env, c, ad, {{1, 300}, {1, 1}, {1, 777}}, "decode");
+      // Room for 40960 keys of page size 16 (the most splits): each row uses the ranges its keys fill.
+      run_attention(env, c, ad, {{1, 300}, {1, 1}, {1, 5000}}, "decode, wide page table", 40960 / c.page_size);
       // Several 64-row tiles per sequence, after a cached prefix and from scratch (the bf16 tensor-core path).
       run_attention(env, c, ad, {{200, 260}, {70, 70}, {1, 5}}, "long prefill");
     }

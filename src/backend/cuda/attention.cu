@@ -36,7 +36,8 @@ struct AttnArgs {
   bool vec_k;  // hd_k % 8 == 0 and the cache 16-byte aligned: keys read 8 at a time
   float scale;
   int n_split;
-  float* partial;  // [n * n_head, n_split, hd_v + 2] when n_split > 1
+  float* partial;       // [n * n_head, n_split, hd_v + 2] when n_split > 1
+  const int32_t* used;  // [n]: the splits each row used (a row of one has its output), or null: all n_split
 };
 
 template <class TC>
@@ -155,23 +156,25 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
   }
 }
 
-// Merges the n_split partials of one (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
+// Merges the partials of one (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
 template <class TO>
 __global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
   pdl_wait_then_release();
   const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head;
+  const int n_used = a.used ? a.used[row] : a.n_split;
+  if (a.used && n_used == 1) return;  // the attention kernel wrote this row's output
   const float* part = a.partial + int64_t{blockIdx.x} * a.n_split * (a.hd_v + 2);
   float mx = -INFINITY;
-  for (int sp = 0; sp < a.n_split; ++sp) mx = fmaxf(mx, part[sp * (a.hd_v + 2) + a.hd_v]);
+  for (int sp = 0; sp < n_used; ++sp) mx = fmaxf(mx, part[sp * (a.hd_v + 2) + a.hd_v]);
   float den = 0.0f;
-  for (int sp = 0; sp < a.n_split; ++sp) {
+  for (int sp = 0; sp < n_used; ++sp) {
     const float* ps = part + sp * (a.hd_v + 2);
     den += ps[a.hd_v + 1] * expf(ps[a.hd_v] - mx);
   }
   TO* o = static_cast<TO*>(a.out) + row * a.o_tok + h * a.o_head;
   for (int64_t d = threadIdx.x; d < a.hd_v; d += kThreads) {
     float num = 0.0f;
-    for (int sp = 0; sp < a.n_split; ++sp) {
+    for (int sp = 0; sp < n_used; ++sp) {
       const float* ps = part + sp * (a.hd_v + 2);
       num += ps[d] * expf(ps[a.hd_v] - mx);
     }
@@ -225,17 +228,25 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   const int64_t max_keys = p.window > 0 ? std::min<int64_t>(p.window, meta.page_table.dim(1) * meta.page_size)
                                         : meta.page_table.dim(1) * meta.page_size;
   const int64_t per_split = n * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
-  const int64_t max_split = std::max<int64_t>(1, CudaStream::kAttentionScratchBytes / per_split);
+  const int64_t used_bytes = n * static_cast<int64_t>(sizeof(int32_t));  // the decode kernel's counts, after
+  const int64_t max_split =
+      std::max<int64_t>(1, (static_cast<int64_t>(CudaStream::kAttentionScratchBytes) - used_bytes) / per_split);
   if (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group)) {
-    // Ranges of at least 256 keys of the longest row, at most 64 of them.
-    const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + 255) / 256, 1, std::min<int64_t>(64, max_split)));
-    FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, cs.attention_scratch(),
-                                                           out.dtype == DType::kF32, cs.pdl(), cs.get()),
+    // As many ranges as the longest possible row fills (kMinSplitKeys each), up to three blocks per SM and 64
+    // ranges; a shorter row uses fewer (the kernel sizes them from its keys). On the H200 with Qwen3-30B-A3B's
+    // heads: fewer ranges cost batch 1 about 2% at 300 keys, more cost batch 3 10% at 8192 (docs/perf.md).
+    const int64_t fill = (3 * int64_t{cs.n_sm()} + n * pa.n_kv - 1) / (n * pa.n_kv);
+    const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + kMinSplitKeys - 1) / kMinSplitKeys, 1,
+                                                             std::min<int64_t>({64, max_split, fill})));
+    float* partial = cs.attention_scratch();
+    auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
+    FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, partial, used, out.dtype == DType::kF32,
+                                                           cs.pdl(), cs.get()),
                                    "attention (decode)"));
     if (n_split == 1) return ok_status();
     AttnArgs c{};
     c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;
-    c.n_split = n_split, c.partial = cs.attention_scratch();
+    c.n_split = n_split, c.partial = partial, c.used = used;
     cudaError_t err = cudaSuccess;
     with_type(out.dtype, [&](auto to) {
       err = launch_pdl(cs.pdl(), combine_kernel<decltype(to)>, dim3(static_cast<unsigned>(n * n_head)), dim3(kThreads),
@@ -249,7 +260,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
              k_cache.dim(2), n_head, n_head / k_cache.dim(2), q.dim(2), hd_v, p.window,
              p.sinks.defined() ? p.sinks.data() : nullptr, p.sinks.dtype == DType::kBF16,
              q.dim(2) % 8 == 0 && aligned16(k_cache.data()), p.scale, 1,
-             cs.attention_scratch()};
+             cs.attention_scratch(), nullptr};
   // Splits: enough blocks for two waves, no split shorter than 16 keys of the longest possible sequence,
   // and the partials within the stream's fixed scratch.
   const int64_t want = (2 * cs.n_sm() + n * n_head - 1) / (n * n_head);

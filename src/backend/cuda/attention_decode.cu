@@ -26,7 +26,8 @@ struct Smem {
 };
 
 template <int D, class TO>
-__global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_split, float* partial) {
+__global__ void __launch_bounds__(kThreads)
+    decode_kernel(TileAttnArgs a, int n_split, float* partial, int32_t* used) {
   using S = Smem<D>;
   constexpr int kLd = S::kLd, kChunks = D / 8;  // 16-byte chunks per row
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -43,7 +44,11 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
   const int seq = lo_s, page_size = static_cast<int>(a.page_size);
   const int pos = a.kv_len[seq] - (a.q_start[seq + 1] - a.q_start[seq]) + (row - a.q_start[seq]);
   const int lo = a.window > 0 ? max(0, pos - static_cast<int>(std::min<int64_t>(a.window, INT32_MAX)) + 1) : 0;
-  const int per = ((pos - lo + n_split) / n_split + kKeys - 1) / kKeys * kKeys;  // keys per split, whole tiles
+  const int n_keys = pos - lo + 1;
+  const int per = max(kMinSplitKeys, ((n_keys + n_split - 1) / n_split + kKeys - 1) / kKeys * kKeys);  // per split
+  const int n_used = max(1, (n_keys + per - 1) / per);  // splits this row fills (one for an empty row: zeros)
+  if (split >= n_used) return;
+  if (n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
   const int k0 = lo + split * per, k1 = min(pos + 1, k0 + per);
   const int32_t* pages = a.page_table + int64_t{seq} * a.pt_stride;
   const bf16 *k_cache = static_cast<const bf16*>(a.k_cache), *v_cache = static_cast<const bf16*>(a.v_cache);
@@ -168,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
         den += f * wr[D + 1];
       }
     }
-    if (n_split == 1) {
+    if (n_used == 1) {
       TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + int64_t{h} * a.o_head;
       out[c] = from_f32<TO>(den > 0.0f ? num / den : 0.0f);
       continue;
@@ -180,20 +185,21 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
 }
 
 template <int D, class TO>
-cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool pdl, cudaStream_t stream) {
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool pdl,
+                   cudaStream_t stream) {
   constexpr size_t smem = Smem<D>::kBytes;
   static const cudaError_t attr =
       cudaFuncSetAttribute(decode_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>(n * a.n_kv), static_cast<unsigned>(n_split));
-  return launch_pdl(pdl, decode_kernel<D, TO>, grid, dim3(kThreads), smem, stream, a, n_split, partial);
+  return launch_pdl(pdl, decode_kernel<D, TO>, grid, dim3(kThreads), smem, stream, a, n_split, partial, used);
 }
 
 template <int D>
-cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32, bool pdl,
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool out_f32, bool pdl,
                    cudaStream_t stream) {
-  return out_f32 ? launch<D, float>(a, n, n_split, partial, pdl, stream)
-                 : launch<D, bf16>(a, n, n_split, partial, pdl, stream);
+  return out_f32 ? launch<D, float>(a, n, n_split, partial, used, pdl, stream)
+                 : launch<D, bf16>(a, n, n_split, partial, used, pdl, stream);
 }
 
 }  // namespace
@@ -202,10 +208,10 @@ bool decode_attention_supported(int64_t head_dim, int64_t group) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= 16;
 }
 
-cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32,
-                                    bool pdl, cudaStream_t stream) {
-  if (a.d == 64) return launch<64>(a, n, n_split, partial, out_f32, pdl, stream);
-  return launch<128>(a, n, n_split, partial, out_f32, pdl, stream);
+cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,
+                                    bool out_f32, bool pdl, cudaStream_t stream) {
+  if (a.d == 64) return launch<64>(a, n, n_split, partial, used, out_f32, pdl, stream);
+  return launch<128>(a, n, n_split, partial, used, out_f32, pdl, stream);
 }
 
 }  // namespace ft::cuda

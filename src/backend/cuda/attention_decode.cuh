@@ -10,11 +10,17 @@
 
 namespace ft::cuda {
 
+// The fewest keys a range of a row's keys takes: a 16-key tile per warp.
+inline constexpr int kMinSplitKeys = 64;
+
 bool decode_attention_supported(int64_t head_dim, int64_t group);
-// n rows; n_split key ranges per row; with n_split > 1 the kernel writes partials [n * n_head, n_split, d + 2]
-// (O unnormalised, then the max and the sum, natural log units) for attention.cu's combine kernel. pdl: launch as a
-// programmatic dependent (pdl.cuh).
-cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, bool out_f32,
-                                    bool pdl, cudaStream_t stream);
+// n rows; up to n_split key ranges per row, sized from the row's own keys: ranges of ceil(keys / n_split) keys,
+// at least kMinSplitKeys, so that a short row under a launch sized for the longest possible one (a captured graph,
+// a server's context length) uses only the ranges it fills. A row of one range gets its output; a row of more
+// gets partials [n * n_head, n_split, d + 2] (O unnormalised, then the max and the sum, natural log units) for its
+// ranges and its count in used[row], for attention.cu's combine kernel (used: [n], needed when n_split > 1). pdl:
+// launch as a programmatic dependent (pdl.cuh).
+cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,
+                                    bool out_f32, bool pdl, cudaStream_t stream);
 
 }  // namespace ft::cuda
