@@ -104,4 +104,46 @@ inline QkProblem make_qk_problem(const QkCase& c, DType act, DType weight, DType
   return p;
 }
 
+// A problem's tensors in one memory (host copies, or device copies): the op writes rows and the caches.
+struct QkTensors {
+  Tensor rows, k_cache, v_cache;
+  Tensor q_w, k_w, positions, inv_freq, slots;
+  Tensor q_view, k_view, v_view;  // the problem's views, of its own rows
+
+  Tensor q() const { return rebase(q_view, rows); }
+  Tensor k() const { return rebase(k_view, rows); }
+  Tensor v() const { return rebase(v_view, rows); }
+};
+
+// Host copies of what the op writes; the inputs it only reads are the problem's own.
+inline QkTensors host_copies(const QkProblem& p) {
+  return {copy_of(p.rows),
+          copy_of(p.k_cache),
+          copy_of(p.v_cache),
+          p.q_w,
+          p.k_w,
+          p.positions,
+          p.inv_freq,
+          p.slots,
+          p.q,
+          p.k,
+          p.v};
+}
+
+// qk_norm_rope_store of `ops` on t, in place.
+inline Status run_qk_fused(const OpTable& ops, Stream& s, const QkProblem& p, const QkTensors& t) {
+  return ops.qk_norm_rope_store(t.q(), t.k(), t.v(), t.q_w, t.k_w, t.positions, t.inv_freq, t.slots, t.k_cache,
+                                t.v_cache, p.norm, p.rope, s);
+}
+
+// The ops qk_norm_rope_store fuses, of `ops` on t, in place: rms_norm of q and k, rope of both, kv_store.
+inline Status run_qk_unfused(const OpTable& ops, Stream& s, const QkProblem& p, const QkTensors& t) {
+  const Tensor q = t.q(), k = t.k();
+  FT_RETURN_IF_ERROR(ops.rms_norm(q, t.q_w, q, p.norm, s));
+  FT_RETURN_IF_ERROR(ops.rms_norm(k, t.k_w, k, p.norm, s));
+  FT_RETURN_IF_ERROR(ops.rope(q, t.positions, t.inv_freq, q, p.rope, s));
+  FT_RETURN_IF_ERROR(ops.rope(k, t.positions, t.inv_freq, k, p.rope, s));
+  return ops.kv_store(k, t.v(), t.slots, t.k_cache, t.v_cache, s);
+}
+
 }  // namespace ft::test

@@ -50,33 +50,19 @@ TEST(OpsCpu, QkNormRopeStore) {
         for (int64_t n : {1, 5, 33}) {
           const QkProblem p = make_qk_problem(c, DType::kF32, wd, cd, n);
           // Ref in place on copies: each norm's output rounded to f32 before the rotation, as the op's contract.
-          const Tensor want = copy_of(p.rows), want_k = copy_of(p.k_cache), want_v = copy_of(p.v_cache);
-          ASSERT_TRUE(env.ref
-                          .qk_norm_rope_store(rebase(p.q, want), rebase(p.k, want), rebase(p.v, want), p.q_w, p.k_w,
-                                              p.positions, p.inv_freq, p.slots, want_k, want_v, p.norm, p.rope,
-                                              env.ref_stream)
-                          .ok());
+          const QkTensors want = host_copies(p);
+          ASSERT_TRUE(run_qk_fused(env.ref, env.ref_stream, p, want).ok());
           for_each_isa([&](const std::string& isa) {
             const std::string what = "qk_norm_rope_store " + p.label + isa;
-            const Tensor got = copy_of(p.rows), got_k = copy_of(p.k_cache), got_v = copy_of(p.v_cache);
-            ASSERT_TRUE(env.cpu
-                            .qk_norm_rope_store(rebase(p.q, got), rebase(p.k, got), rebase(p.v, got), p.q_w, p.k_w,
-                                                p.positions, p.inv_freq, p.slots, got_k, got_v, p.norm, p.rope,
-                                                env.cpu_stream)
-                            .ok());
-            expect_close(got, want, 1e-12, what);
-            expect_close(got_k, want_k, cd == DType::kBF16 ? kBf16Tol : 1e-12, what + " k cache");
-            expect_close(got_v, want_v, 0, what + " v cache");
-            const Tensor unfused = copy_of(p.rows), uk_cache = copy_of(p.k_cache), uv_cache = copy_of(p.v_cache);
-            const Tensor uq = rebase(p.q, unfused), uk = rebase(p.k, unfused), uv = rebase(p.v, unfused);
-            ASSERT_TRUE(env.cpu.rms_norm(uq, p.q_w, uq, p.norm, env.cpu_stream).ok());
-            ASSERT_TRUE(env.cpu.rms_norm(uk, p.k_w, uk, p.norm, env.cpu_stream).ok());
-            ASSERT_TRUE(env.cpu.rope(uq, p.positions, p.inv_freq, uq, p.rope, env.cpu_stream).ok());
-            ASSERT_TRUE(env.cpu.rope(uk, p.positions, p.inv_freq, uk, p.rope, env.cpu_stream).ok());
-            ASSERT_TRUE(env.cpu.kv_store(uk, uv, p.slots, uk_cache, uv_cache, env.cpu_stream).ok());
-            expect_close(got, unfused, 0, what + " vs rms_norm + rope + kv_store");
-            expect_close(got_k, uk_cache, 0, what + " k cache vs kv_store");
-            expect_close(got_v, uv_cache, 0, what + " v cache vs kv_store");
+            const QkTensors got = host_copies(p), unfused = host_copies(p);
+            ASSERT_TRUE(run_qk_fused(env.cpu, env.cpu_stream, p, got).ok());
+            expect_close(got.rows, want.rows, 1e-12, what);
+            expect_close(got.k_cache, want.k_cache, cd == DType::kBF16 ? kBf16Tol : 1e-12, what + " k cache");
+            expect_close(got.v_cache, want.v_cache, 0, what + " v cache");
+            ASSERT_TRUE(run_qk_unfused(env.cpu, env.cpu_stream, p, unfused).ok());
+            expect_close(got.rows, unfused.rows, 0, what + " vs rms_norm + rope + kv_store");
+            expect_close(got.k_cache, unfused.k_cache, 0, what + " k cache vs kv_store");
+            expect_close(got.v_cache, unfused.v_cache, 0, what + " v cache vs kv_store");
           });
         }
 }

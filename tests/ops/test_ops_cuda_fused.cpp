@@ -13,6 +13,20 @@ namespace ft::test {
 namespace {
 
 const char* dt(DType t) { return dtype_name(t); }
+// Device copies of every tensor of a problem (the views over the copied rows).
+QkTensors device_copies(const CudaEnv& env, const QkProblem& p) {
+  return {env.up(p.rows),
+          env.up(p.k_cache),
+          env.up(p.v_cache),
+          env.up(p.q_w),
+          env.up(p.k_w),
+          env.up(p.positions),
+          env.up(p.inv_freq),
+          env.up(p.slots),
+          p.q,
+          p.k,
+          p.v};
+}
 double tol_for(DType out, double f32_tol) { return out == DType::kBF16 ? kBf16Tol : f32_tol; }
 
 TEST(OpsCuda, AddRmsNorm) {
@@ -55,33 +69,17 @@ TEST(OpsCuda, QkNormRopeStore) {
             const QkProblem p = make_qk_problem(c, ad, wd, cd, n);
             const std::string what = "qk_norm_rope_store " + p.label;
             // Ref in place on copies: each norm's output rounded to the activation dtype before the rotation.
-            const Tensor want = copy_of(p.rows), want_k = copy_of(p.k_cache), want_v = copy_of(p.v_cache);
-            ASSERT_TRUE(env.ref
-                            .qk_norm_rope_store(rebase(p.q, want), rebase(p.k, want), rebase(p.v, want), p.q_w, p.k_w,
-                                                p.positions, p.inv_freq, p.slots, want_k, want_v, p.norm, p.rope,
-                                                env.ref_stream)
-                            .ok());
-            const Tensor q_w = env.up(p.q_w), k_w = env.up(p.k_w), pos = env.up(p.positions);
-            const Tensor f = env.up(p.inv_freq), slots = env.up(p.slots);
-            const Tensor dev = env.up(p.rows), k_cache = env.up(p.k_cache), v_cache = env.up(p.v_cache);
-            ASSERT_TRUE(env.ops()
-                            .qk_norm_rope_store(rebase(p.q, dev), rebase(p.k, dev), rebase(p.v, dev), q_w, k_w, pos, f,
-                                                slots, k_cache, v_cache, p.norm, p.rope, env.stream())
-                            .ok());
-            const Tensor got = env.down(dev), got_k = env.down(k_cache), got_v = env.down(v_cache);
-            expect_close(got, want, tol_for(ad, 1e-12), what);
-            expect_close(got_k, want_k, cd == DType::kBF16 ? kBf16Tol : tol_for(ad, 1e-12), what + " k cache");
-            expect_close(got_v, want_v, 0, what + " v cache");
-            const Tensor unfused = env.up(p.rows), uk_cache = env.up(p.k_cache), uv_cache = env.up(p.v_cache);
-            const Tensor uq = rebase(p.q, unfused), uk = rebase(p.k, unfused), uv = rebase(p.v, unfused);
-            ASSERT_TRUE(env.ops().rms_norm(uq, q_w, uq, p.norm, env.stream()).ok());
-            ASSERT_TRUE(env.ops().rms_norm(uk, k_w, uk, p.norm, env.stream()).ok());
-            ASSERT_TRUE(env.ops().rope(uq, pos, f, uq, p.rope, env.stream()).ok());
-            ASSERT_TRUE(env.ops().rope(uk, pos, f, uk, p.rope, env.stream()).ok());
-            ASSERT_TRUE(env.ops().kv_store(uk, uv, slots, uk_cache, uv_cache, env.stream()).ok());
-            expect_close(got, env.down(unfused), 0, what + " vs rms_norm + rope + kv_store");
-            expect_close(got_k, env.down(uk_cache), 0, what + " k cache vs kv_store");
-            expect_close(got_v, env.down(uv_cache), 0, what + " v cache vs kv_store");
+            const QkTensors want = host_copies(p), got = device_copies(env, p), unfused = device_copies(env, p);
+            ASSERT_TRUE(run_qk_fused(env.ref, env.ref_stream, p, want).ok());
+            ASSERT_TRUE(run_qk_fused(env.ops(), env.stream(), p, got).ok());
+            const Tensor got_rows = env.down(got.rows), got_k = env.down(got.k_cache), got_v = env.down(got.v_cache);
+            expect_close(got_rows, want.rows, tol_for(ad, 1e-12), what);
+            expect_close(got_k, want.k_cache, cd == DType::kBF16 ? kBf16Tol : tol_for(ad, 1e-12), what + " k cache");
+            expect_close(got_v, want.v_cache, 0, what + " v cache");
+            ASSERT_TRUE(run_qk_unfused(env.ops(), env.stream(), p, unfused).ok());
+            expect_close(got_rows, env.down(unfused.rows), 0, what + " vs rms_norm + rope + kv_store");
+            expect_close(got_k, env.down(unfused.k_cache), 0, what + " k cache vs kv_store");
+            expect_close(got_v, env.down(unfused.v_cache), 0, what + " v cache vs kv_store");
           }
 }
 
