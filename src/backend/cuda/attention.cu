@@ -268,16 +268,12 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   a.n_split = static_cast<int>(n_split);
   const dim3 grid(static_cast<unsigned>(n * n_head), static_cast<unsigned>(n_split));
   const size_t smem = static_cast<size_t>(q.dim(2)) * sizeof(float);
-  with_type(q.dtype, [&](auto tq) {
-    with_type(k_cache.dtype, [&](auto tc) {
-      with_type(out.dtype, [&](auto to) {
-        using TQ = decltype(tq);
-        using TC = decltype(tc);
-        using TO = decltype(to);
-        attention_kernel<TQ, TC, TO><<<grid, kThreads, smem, cs.get()>>>(a);
-        if (n_split > 1) combine_kernel<TO><<<static_cast<unsigned>(n * n_head), kThreads, 0, cs.get()>>>(a);
-      });
-    });
+  with_types({q.dtype, k_cache.dtype, out.dtype}, [&](auto tq, auto tc, auto to) {
+    using TQ = decltype(tq);
+    using TC = decltype(tc);
+    using TO = decltype(to);
+    attention_kernel<TQ, TC, TO><<<grid, kThreads, smem, cs.get()>>>(a);
+    if (n_split > 1) combine_kernel<TO><<<static_cast<unsigned>(n * n_head), kThreads, 0, cs.get()>>>(a);
   });
   return launch_status("attention");
 }

@@ -90,6 +90,13 @@ void with_type(DType t, F&& f) {
   else f(float{});
 }
 
+// Calls f(T1{}, ..., Tn{}) with Ti the element type of ts[i], as with_type does for one dtype.
+template <size_t I = 0, size_t N, class F, class... Done>
+void with_types(const DType (&ts)[N], F&& f, Done... done) {
+  if constexpr (I == N) f(done...);
+  else with_type(ts[I], [&](auto t) { with_types<I + 1>(ts, f, done..., t); });
+}
+
 inline Status dtype_error(const char* op, const char* what, const Tensor& t) {
   return unsupported(std::string("cuda ") + op + ": " + what + " " + t.shape_string() + " is not supported");
 }

@@ -50,16 +50,12 @@ Status binary(const char* op, const Tensor& a, const Tensor& b, const Tensor& ou
   const int64_t rows = n / d, col_blocks = (d + kCols - 1) / kCols;
   if (col_blocks > 65535) return shape_error(op, "rows too long");
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(rows, 4096)), static_cast<unsigned>(col_blocks));
-  with_type(a.dtype, [&](auto ta) {
-    with_type(b.dtype, [&](auto tb) {
-      with_type(out.dtype, [&](auto to) {
-        using TA = decltype(ta);
-        using TB = decltype(tb);
-        using TO = decltype(to);
-        binary_kernel<<<grid, kBlock, 0, cuda_stream(s).get()>>>(a.ptr<const TA>(), row_map(a), b.ptr<const TB>(),
-                                                                 row_map(b), out.ptr<TO>(), row_map(out), d, rows, f);
-      });
-    });
+  with_types({a.dtype, b.dtype, out.dtype}, [&](auto ta, auto tb, auto to) {
+    using TA = decltype(ta);
+    using TB = decltype(tb);
+    using TO = decltype(to);
+    binary_kernel<<<grid, kBlock, 0, cuda_stream(s).get()>>>(a.ptr<const TA>(), row_map(a), b.ptr<const TB>(),
+                                                             row_map(b), out.ptr<TO>(), row_map(out), d, rows, f);
   });
   return launch_status(op);
 }

@@ -47,14 +47,12 @@ Status embedding(const Tensor& table,  // [n_rows, d] f32/bf16
   const int64_t n = out.dim(0), d = out.dim(1);
   if (n == 0) return ok_status();
   const int block = d >= 512 ? 256 : 64;
-  with_type(table.dtype, [&](auto tt) {
-    with_type(out.dtype, [&](auto to) {
-      using TT = decltype(tt);
-      using TO = decltype(to);
-      embedding_kernel<TT, TO><<<static_cast<unsigned>(n), block, 0, cuda_stream(s).get()>>>(
-          table.ptr<const TT>(), table.stride[0], table.dim(0), ids.ptr<const int32_t>(), out.ptr<TO>(),
-          out.stride[0], d);
-    });
+  with_types({table.dtype, out.dtype}, [&](auto tt, auto to) {
+    using TT = decltype(tt);
+    using TO = decltype(to);
+    embedding_kernel<TT, TO><<<static_cast<unsigned>(n), block, 0, cuda_stream(s).get()>>>(
+        table.ptr<const TT>(), table.stride[0], table.dim(0), ids.ptr<const int32_t>(), out.ptr<TO>(),
+        out.stride[0], d);
   });
   return launch_status("embedding");
 }
@@ -76,15 +74,13 @@ Status kv_store(const Tensor& k,        // [n, n_kv, hd_k] f32/bf16
     return shape_error("kv_store", "k, v, slots and caches do not match");
   const int64_t n = k.dim(0);
   if (n == 0) return ok_status();
-  with_type(k.dtype, [&](auto ts) {
-    with_type(k_cache.dtype, [&](auto tc) {
-      using TS = decltype(ts);
-      using TC = decltype(tc);
-      kv_store_kernel<TS, TC><<<static_cast<unsigned>(n), 256, 0, cuda_stream(s).get()>>>(
-          k.ptr<const TS>(), k.stride[0], k.stride[1], v.ptr<const TS>(), v.stride[0], v.stride[1],
-          slots.ptr<const int32_t>(), k_cache.dim(0) * k_cache.dim(1), k.dim(1), k.dim(2), v.dim(2),
-          k_cache.ptr<TC>(), v_cache.ptr<TC>());
-    });
+  with_types({k.dtype, k_cache.dtype}, [&](auto ts, auto tc) {
+    using TS = decltype(ts);
+    using TC = decltype(tc);
+    kv_store_kernel<TS, TC><<<static_cast<unsigned>(n), 256, 0, cuda_stream(s).get()>>>(
+        k.ptr<const TS>(), k.stride[0], k.stride[1], v.ptr<const TS>(), v.stride[0], v.stride[1],
+        slots.ptr<const int32_t>(), k_cache.dim(0) * k_cache.dim(1), k.dim(1), k.dim(2), v.dim(2),
+        k_cache.ptr<TC>(), v_cache.ptr<TC>());
   });
   return launch_status("kv_store");
 }

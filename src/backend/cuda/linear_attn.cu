@@ -106,14 +106,12 @@ Status conv1d_silu(const Tensor& x,      // [n, c] f32/bf16
   if (meta.n_seq == 0 || c == 0) return ok_status();
   if (meta.n_seq > INT32_MAX || grid_for(c, kConvThreads) > 65535u) return shape_error("conv1d_silu", "too large");
   const dim3 grid(static_cast<unsigned>(meta.n_seq), grid_for(c, kConvThreads));
-  with_type(x.dtype, [&](auto tx) {
-    with_type(w.dtype, [&](auto tw) {
-      using T = decltype(tx);
-      using TW = decltype(tw);
-      conv1d_silu_kernel<T, TW><<<grid, kConvThreads, 0, cuda_stream(s).get()>>>(
-          x.ptr<const T>(), x.stride[0], w.ptr<const TW>(), dm, state.ptr<float>(), out.ptr<T>(), out.stride[0], c,
-          static_cast<int>(kernel));
-    });
+  with_types({x.dtype, w.dtype}, [&](auto tx, auto tw) {
+    using T = decltype(tx);
+    using TW = decltype(tw);
+    conv1d_silu_kernel<T, TW><<<grid, kConvThreads, 0, cuda_stream(s).get()>>>(
+        x.ptr<const T>(), x.stride[0], w.ptr<const TW>(), dm, state.ptr<float>(), out.ptr<T>(), out.stride[0], c,
+        static_cast<int>(kernel));
   });
   return launch_status("conv1d_silu");
 }
@@ -132,14 +130,12 @@ Status rms_norm_gated(const Tensor& x,    // [..., d] f32/bf16
   const int64_t d = x.dim(-1), rows = x.n_rows();
   if (rows == 0 || d == 0) return ok_status();
   if (rows > INT32_MAX) return shape_error("rms_norm_gated", "too many rows");
-  with_type(x.dtype, [&](auto tx) {
-    with_type(w.dtype, [&](auto tw) {
-      using T = decltype(tx);
-      using TW = decltype(tw);
-      rms_norm_gated_kernel<T, TW><<<static_cast<unsigned>(rows), norm_block(d), 0, cuda_stream(s).get()>>>(
-          x.ptr<const T>(), row_map(x), w.ptr<const TW>(), z.ptr<const T>(), row_map(z), out.ptr<T>(), row_map(out),
-          d, eps);
-    });
+  with_types({x.dtype, w.dtype}, [&](auto tx, auto tw) {
+    using T = decltype(tx);
+    using TW = decltype(tw);
+    rms_norm_gated_kernel<T, TW><<<static_cast<unsigned>(rows), norm_block(d), 0, cuda_stream(s).get()>>>(
+        x.ptr<const T>(), row_map(x), w.ptr<const TW>(), z.ptr<const T>(), row_map(z), out.ptr<T>(), row_map(out),
+        d, eps);
   });
   return launch_status("rms_norm_gated");
 }

@@ -199,11 +199,8 @@ Status matmul(const Tensor& x,     // [n, k] f32/bf16
   bool done = false;
   if (n <= kGemvMaxRows && vec) {
     cudaError_t err = cudaSuccess;
-    with_type(x.dtype, [&](auto tx) {
-      with_type(w.dtype, [&](auto tw) {
-        with_type(out.dtype,
-                  [&](auto to) { err = launch_gemv<decltype(tx), decltype(tw), decltype(to)>(x, w, out, cs); });
-      });
+    with_types({x.dtype, w.dtype, out.dtype}, [&](auto tx, auto tw, auto to) {
+      err = launch_gemv<decltype(tx), decltype(tw), decltype(to)>(x, w, out, cs);
     });
     FT_RETURN_IF_ERROR(cuda_status(err, "matmul (gemv)"));
     done = true;
@@ -221,28 +218,22 @@ Status matmul(const Tensor& x,     // [n, k] f32/bf16
   if (!done) {
     const dim3 grid(grid_for(m, kSimtTile), grid_for(n, kSimtTile));
     if (grid.y > 65535) return shape_error("matmul", "too many rows for one launch");
-    with_type(x.dtype, [&](auto tx) {
-      with_type(w.dtype, [&](auto tw) {
-        with_type(out.dtype, [&](auto to) {
-          using TX = decltype(tx);
-          using TW = decltype(tw);
-          using TO = decltype(to);
-          simt_gemm_kernel<TX, TW, TO><<<grid, kSimtThreads, 0, st>>>(x.ptr<const TX>(), x.stride[0],
-                                                                      w.ptr<const TW>(), w.stride[0], out.ptr<TO>(),
-                                                                      out.stride[0], n, m, k);
-        });
-      });
+    with_types({x.dtype, w.dtype, out.dtype}, [&](auto tx, auto tw, auto to) {
+      using TX = decltype(tx);
+      using TW = decltype(tw);
+      using TO = decltype(to);
+      simt_gemm_kernel<TX, TW, TO><<<grid, kSimtThreads, 0, st>>>(x.ptr<const TX>(), x.stride[0],
+                                                                  w.ptr<const TW>(), w.stride[0], out.ptr<TO>(),
+                                                                  out.stride[0], n, m, k);
     });
   }
   FT_RETURN_IF_ERROR(launch_status("matmul"));
   if (!bias.defined()) return ok_status();
-  with_type(bias.dtype, [&](auto tb) {
-    with_type(out.dtype, [&](auto to) {
-      using TB = decltype(tb);
-      using TO = decltype(to);
-      add_bias_kernel<<<static_cast<unsigned>(std::min<int64_t>(grid_for(n * m, 256), 65536)), 256, 0, st>>>(
-          bias.ptr<const TB>(), out.ptr<TO>(), out.stride[0], n, m);
-    });
+  with_types({bias.dtype, out.dtype}, [&](auto tb, auto to) {
+    using TB = decltype(tb);
+    using TO = decltype(to);
+    add_bias_kernel<<<static_cast<unsigned>(std::min<int64_t>(grid_for(n * m, 256), 65536)), 256, 0, st>>>(
+        bias.ptr<const TB>(), out.ptr<TO>(), out.stride[0], n, m);
   });
   return launch_status("matmul bias");
 }

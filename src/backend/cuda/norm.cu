@@ -64,17 +64,13 @@ Status rms_norm(const Tensor& x,    // [..., d] f32/bf16
   if (rows > INT32_MAX) return shape_error("rms_norm", "too many rows");
   const CudaStream& cs = cuda_stream(s);
   cudaError_t err = cudaSuccess;
-  with_type(x.dtype, [&](auto tx) {
-    with_type(w.dtype, [&](auto tw) {
-      with_type(out.dtype, [&](auto to) {
-        using TX = decltype(tx);
-        using TW = decltype(tw);
-        using TO = decltype(to);
-        err = launch_pdl(cs.pdl(), rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
-                         dim3(norm_row_block(d)), 0, cs.get(), x.ptr<const TX>(), row_map(x), w.ptr<const TW>(),
-                         out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
-      });
-    });
+  with_types({x.dtype, w.dtype, out.dtype}, [&](auto tx, auto tw, auto to) {
+    using TX = decltype(tx);
+    using TW = decltype(tw);
+    using TO = decltype(to);
+    err = launch_pdl(cs.pdl(), rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
+                     dim3(norm_row_block(d)), 0, cs.get(), x.ptr<const TX>(), row_map(x), w.ptr<const TW>(),
+                     out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
   });
   return cuda_status(err, "rms_norm");
 }
@@ -95,17 +91,13 @@ Status add_rms_norm(const Tensor& x,      // [..., d] f32/bf16, updated in place
   if (rows > INT32_MAX) return shape_error("add_rms_norm", "too many rows");
   const CudaStream& cs = cuda_stream(s);
   cudaError_t err = cudaSuccess;
-  with_type(x.dtype, [&](auto tx) {
-    with_type(w.dtype, [&](auto tw) {
-      with_type(out.dtype, [&](auto to) {
-        using TX = decltype(tx);
-        using TW = decltype(tw);
-        using TO = decltype(to);
-        err = launch_pdl(cs.pdl(), add_rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
-                         dim3(norm_row_block(d)), 0, cs.get(), x.ptr<TX>(), row_map(x), delta.ptr<const TX>(),
-                         row_map(delta), w.ptr<const TW>(), out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
-      });
-    });
+  with_types({x.dtype, w.dtype, out.dtype}, [&](auto tx, auto tw, auto to) {
+    using TX = decltype(tx);
+    using TW = decltype(tw);
+    using TO = decltype(to);
+    err = launch_pdl(cs.pdl(), add_rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
+                     dim3(norm_row_block(d)), 0, cs.get(), x.ptr<TX>(), row_map(x), delta.ptr<const TX>(),
+                     row_map(delta), w.ptr<const TW>(), out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
   });
   return cuda_status(err, "add_rms_norm");
 }
@@ -118,13 +110,11 @@ Status softmax(const Tensor& x,    // [n, m] f32/bf16
   if (x.ndim != 2 || !same_shape(x, out)) return shape_error("softmax", "x and out must be [n, m]");
   const int64_t n = x.dim(0), m = x.dim(1);
   if (n == 0 || m == 0) return ok_status();
-  with_type(x.dtype, [&](auto tx) {
-    with_type(out.dtype, [&](auto to) {
-      using TX = decltype(tx);
-      using TO = decltype(to);
-      softmax_kernel<<<static_cast<unsigned>(n), norm_row_block(m), 0, cuda_stream(s).get()>>>(
-          x.ptr<const TX>(), x.stride[0], out.ptr<TO>(), out.stride[0], m);
-    });
+  with_types({x.dtype, out.dtype}, [&](auto tx, auto to) {
+    using TX = decltype(tx);
+    using TO = decltype(to);
+    softmax_kernel<<<static_cast<unsigned>(n), norm_row_block(m), 0, cuda_stream(s).get()>>>(
+        x.ptr<const TX>(), x.stride[0], out.ptr<TO>(), out.stride[0], m);
   });
   return launch_status("softmax");
 }

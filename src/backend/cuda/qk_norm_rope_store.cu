@@ -107,24 +107,20 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
   if (n > INT32_MAX || heads > 65535 || hd > kMaxHeadDim) return shape_error(op, "too large");
   const CudaStream& cs = cuda_stream(s);
   cudaError_t err = cudaSuccess;
-  with_type(q.dtype, [&](auto tq) {
-    with_type(q_w.dtype, [&](auto tw) {
-      with_type(k_cache.dtype, [&](auto tc) {
-        using T = decltype(tq);
-        using TW = decltype(tw);
-        using TC = decltype(tc);
-        const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(heads));
-        const size_t staged_bytes = static_cast<size_t>(hd) * sizeof(T);
-        err = launch_pdl(
-            cs.pdl(), qk_norm_rope_store_kernel<T, TW, TC>, grid, dim3(norm_row_block(hd)), staged_bytes, cs.get(),
-            Heads<T>{q.ptr<T>(), q.stride[0], q.stride[1], q.dim(1)},
-            Heads<T>{k.ptr<T>(), k.stride[0], k.stride[1], n_kv},
-            Heads<const T>{v.ptr<const T>(), v.stride[0], v.stride[1], n_kv}, q_w.ptr<const TW>(), k_w.ptr<const TW>(),
-            positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), slots.ptr<const int32_t>(),
-            k_cache.dim(0) * k_cache.dim(1), k_cache.ptr<TC>(), v_cache.ptr<TC>(), hd, hd_v, half, norm.eps,
-            norm.zero_centered, rp.interleaved, rp.attention_factor);
-      });
-    });
+  with_types({q.dtype, q_w.dtype, k_cache.dtype}, [&](auto tq, auto tw, auto tc) {
+    using T = decltype(tq);
+    using TW = decltype(tw);
+    using TC = decltype(tc);
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(heads));
+    const size_t staged_bytes = static_cast<size_t>(hd) * sizeof(T);
+    err = launch_pdl(
+        cs.pdl(), qk_norm_rope_store_kernel<T, TW, TC>, grid, dim3(norm_row_block(hd)), staged_bytes, cs.get(),
+        Heads<T>{q.ptr<T>(), q.stride[0], q.stride[1], q.dim(1)},
+        Heads<T>{k.ptr<T>(), k.stride[0], k.stride[1], n_kv},
+        Heads<const T>{v.ptr<const T>(), v.stride[0], v.stride[1], n_kv}, q_w.ptr<const TW>(), k_w.ptr<const TW>(),
+        positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), slots.ptr<const int32_t>(),
+        k_cache.dim(0) * k_cache.dim(1), k_cache.ptr<TC>(), v_cache.ptr<TC>(), hd, hd_v, half, norm.eps,
+        norm.zero_centered, rp.interleaved, rp.attention_factor);
   });
   return cuda_status(err, op);
 }

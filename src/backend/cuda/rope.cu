@@ -48,16 +48,14 @@ Status rope(const Tensor& x,          // [n, n_head, head_dim] f32/bf16
   if (n == 0 || x.dim(1) == 0) return ok_status();
   if (x.dim(1) > 65535) return shape_error("rope", "too many heads");
   const bool copy_tail = (x.data() != out.data() || x.stride != out.stride) && p.rot_dim < hd;
-  with_type(x.dtype, [&](auto tx) {
-    with_type(out.dtype, [&](auto to) {
-      using TX = decltype(tx);
-      using TO = decltype(to);
-      const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(x.dim(1)));
-      rope_kernel<<<grid, half > 64 ? 128 : 64, 0, cuda_stream(s).get()>>>(
-          x.ptr<const TX>(), x.stride[0], x.stride[1], out.ptr<TO>(), out.stride[0], out.stride[1],
-          positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), hd, half, p.interleaved, p.attention_factor,
-          copy_tail);
-    });
+  with_types({x.dtype, out.dtype}, [&](auto tx, auto to) {
+    using TX = decltype(tx);
+    using TO = decltype(to);
+    const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(x.dim(1)));
+    rope_kernel<<<grid, half > 64 ? 128 : 64, 0, cuda_stream(s).get()>>>(
+        x.ptr<const TX>(), x.stride[0], x.stride[1], out.ptr<TO>(), out.stride[0], out.stride[1],
+        positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), hd, half, p.interleaved, p.attention_factor,
+        copy_tail);
   });
   return launch_status("rope");
 }
