@@ -110,23 +110,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[jn][e] = k + 8 * jn + 2 * t + e % 2 < k1 ? s[jn][e] * scale_log2 : -INFINITY;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {  // row g (c0, c1) and row g + 8 (c2, c3)
-      float mx = fmaxf(m[i], fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1])));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));  // finite: the tile's first key is valid
-      const float alpha = exp2_ftz(m[i] - mx);
-      m[i] = mx;
-      l[i] *= alpha;
-#pragma unroll
-      for (int dn = 0; dn < D / 8; ++dn) o[dn][2 * i] *= alpha, o[dn][2 * i + 1] *= alpha;
-#pragma unroll
-      for (int jn = 0; jn < 2; ++jn)
-#pragma unroll
-        for (int e = 2 * i; e < 2 * i + 2; ++e) {
-          s[jn][e] = exp2_ftz(s[jn][e] - mx);
-          l[i] += s[jn][e];
-        }
-    }
+    for (int i = 0; i < 2; ++i) online_softmax_step(i, s, m[i], l[i], o);  // row g (c0, c1), row g + 8 (c2, c3)
     // O += P V: P's A fragment is the S accumulators of the two n8 key tiles.
     const uint32_t p[4] = {pack_bf16x2(s[0][0], s[0][1]), pack_bf16x2(s[0][2], s[0][3]),
                            pack_bf16x2(s[1][0], s[1][1]), pack_bf16x2(s[1][2], s[1][3])};

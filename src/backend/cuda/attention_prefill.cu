@@ -148,26 +148,7 @@ __global__ void __launch_bounds__(kThreads, D == 256 ? 2 : 3) prefill_kernel(Til
       }
       // Online softmax per row (i = 0: row g, c0 c1; i = 1: row g + 8, c2 c3).
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        float mx = m[i];
-#pragma unroll
-        for (int jn = 0; jn < kKeys / 8; ++jn) mx = fmaxf(mx, fmaxf(s[jn][2 * i], s[jn][2 * i + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float base = mx == -INFINITY ? 0.0f : mx;  // a row with nothing seen yet keeps p = 0
-        const float alpha = exp2_ftz(m[i] - base);
-        m[i] = mx;
-        l[i] *= alpha;
-#pragma unroll
-        for (int dn = 0; dn < D / 8; ++dn) o[dn][2 * i] *= alpha, o[dn][2 * i + 1] *= alpha;
-#pragma unroll
-        for (int jn = 0; jn < kKeys / 8; ++jn)
-#pragma unroll
-          for (int e = 2 * i; e < 2 * i + 2; ++e) {
-            s[jn][e] = exp2_ftz(s[jn][e] - base);
-            l[i] += s[jn][e];
-          }
-      }
+      for (int i = 0; i < 2; ++i) online_softmax_step(i, s, m[i], l[i], o);
       // O += P V: P's A fragment for keys [16 kk, +16) is the S accumulators of n8 tiles 2 kk and 2 kk + 1.
 #pragma unroll
       for (int kk = 0; kk < kKeys / 16; ++kk) {

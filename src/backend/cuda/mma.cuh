@@ -63,4 +63,30 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 
+// One step of the online softmax on MMA accumulators, for half i of a 16-row tile (i = 0: row g, elements c0 c1;
+// i = 1: row g + 8, c2 c3) over the N n8 key tiles of S (in the log2 domain, masked keys -inf): the row's max over
+// its quad of lanes, l and the row's O accumulators rescaled to it, S -> exp2(S - max), and l += this lane's new
+// probabilities. A row with no key seen yet (max -inf) keeps p = 0.
+template <int N, int DN>
+__device__ __forceinline__ void online_softmax_step(int i, float (&s)[N][4], float& m, float& l, float (&o)[DN][4]) {
+  float mx = m;
+#pragma unroll
+  for (int jn = 0; jn < N; ++jn) mx = fmaxf(mx, fmaxf(s[jn][2 * i], s[jn][2 * i + 1]));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float base = mx == -INFINITY ? 0.0f : mx;
+  const float alpha = exp2_ftz(m - base);
+  m = mx;
+  l *= alpha;
+#pragma unroll
+  for (int dn = 0; dn < DN; ++dn) o[dn][2 * i] *= alpha, o[dn][2 * i + 1] *= alpha;
+#pragma unroll
+  for (int jn = 0; jn < N; ++jn)
+#pragma unroll
+    for (int e = 2 * i; e < 2 * i + 2; ++e) {
+      s[jn][e] = exp2_ftz(s[jn][e] - base);
+      l += s[jn][e];
+    }
+}
+
 }  // namespace ft::cuda
