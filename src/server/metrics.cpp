@@ -26,6 +26,12 @@ namespace {
 void metric(std::ostringstream& o, const char* name, const char* type, const char* help) {
   o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
 }
+// A metric of one unlabelled sample.
+template <class T>
+void sample(std::ostringstream& o, const char* name, const char* type, const char* help, const T& value) {
+  metric(o, name, type, help);
+  o << name << ' ' << value << '\n';
+}
 std::string label_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -43,59 +49,45 @@ std::string label_escape(const std::string& s) {
 std::string Metrics::prometheus(const EngineStats* e, bool ready, int active_streams) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream o;
-  metric(o, "freetoken_ready", "gauge", "1 when the model is loaded and requests are served");
-  o << "freetoken_ready " << (ready ? 1 : 0) << '\n';
+  sample(o, "freetoken_ready", "gauge", "1 when the model is loaded and requests are served", ready ? 1 : 0);
   metric(o, "freetoken_http_responses_total", "counter", "HTTP responses by path and status");
   for (const auto& [k, v] : responses_)
     o << "freetoken_http_responses_total{path=\"" << label_escape(k.first) << "\",status=\"" << k.second << "\"} " << v
       << '\n';
-  metric(o, "freetoken_generations_total", "counter", "finished generation requests");
-  o << "freetoken_generations_total " << generations_ << '\n';
-  metric(o, "freetoken_prompt_tokens_total", "counter", "prompt tokens of finished generations");
-  o << "freetoken_prompt_tokens_total " << prompt_tokens_ << '\n';
-  metric(o, "freetoken_completion_tokens_total", "counter", "generated tokens of finished generations");
-  o << "freetoken_completion_tokens_total " << completion_tokens_ << '\n';
+  sample(o, "freetoken_generations_total", "counter", "finished generation requests", generations_);
+  sample(o, "freetoken_prompt_tokens_total", "counter", "prompt tokens of finished generations", prompt_tokens_);
+  sample(o, "freetoken_completion_tokens_total", "counter", "generated tokens of finished generations",
+         completion_tokens_);
   metric(o, "freetoken_request_duration_seconds", "summary", "time from submission to the last token");
   o << "freetoken_request_duration_seconds_sum " << latency_sum_ << "\nfreetoken_request_duration_seconds_count "
     << generations_ << '\n';
   metric(o, "freetoken_time_to_first_token_seconds", "summary", "time from submission to the first token");
   o << "freetoken_time_to_first_token_seconds_sum " << ttft_sum_ << "\nfreetoken_time_to_first_token_seconds_count "
     << ttft_count_ << '\n';
-  metric(o, "freetoken_active_streams", "gauge", "generations being read by HTTP threads now");
-  o << "freetoken_active_streams " << active_streams << '\n';
+  sample(o, "freetoken_active_streams", "gauge", "generations being read by HTTP threads now", active_streams);
   if (e) {
-    metric(o, "freetoken_running_requests", "gauge", "requests the scheduler is running");
-    o << "freetoken_running_requests " << e->running << '\n';
-    metric(o, "freetoken_queued_requests", "gauge", "requests waiting for admission");
-    o << "freetoken_queued_requests " << e->queued << '\n';
-    metric(o, "freetoken_kv_pages_used", "gauge", "KV pages in use");
-    o << "freetoken_kv_pages_used " << e->kv_pages_used << '\n';
-    metric(o, "freetoken_kv_pages_total", "gauge", "KV pages in the pool");
-    o << "freetoken_kv_pages_total " << e->kv_pages_total << '\n';
-    metric(o, "freetoken_engine_prompt_tokens_total", "counter", "prompt tokens the engine processed");
-    o << "freetoken_engine_prompt_tokens_total " << e->prompt_tokens << '\n';
-    metric(o, "freetoken_engine_generated_tokens_total", "counter", "tokens the engine generated");
-    o << "freetoken_engine_generated_tokens_total " << e->generated_tokens << '\n';
-    metric(o, "freetoken_preemptions_total", "counter", "requests preempted for KV pages");
-    o << "freetoken_preemptions_total " << e->preemptions << '\n';
-    metric(o, "freetoken_decode_tokens_per_second", "gauge", "recent decode throughput");
-    o << "freetoken_decode_tokens_per_second " << e->decode_tokens_per_s << '\n';
-    metric(o, "freetoken_prefill_tokens_per_second", "gauge", "recent prefill throughput");
-    o << "freetoken_prefill_tokens_per_second " << e->prefill_tokens_per_s << '\n';
+    sample(o, "freetoken_running_requests", "gauge", "requests the scheduler is running", e->running);
+    sample(o, "freetoken_queued_requests", "gauge", "requests waiting for admission", e->queued);
+    sample(o, "freetoken_kv_pages_used", "gauge", "KV pages in use", e->kv_pages_used);
+    sample(o, "freetoken_kv_pages_total", "gauge", "KV pages in the pool", e->kv_pages_total);
+    sample(o, "freetoken_engine_prompt_tokens_total", "counter", "prompt tokens the engine processed",
+           e->prompt_tokens);
+    sample(o, "freetoken_engine_generated_tokens_total", "counter", "tokens the engine generated", e->generated_tokens);
+    sample(o, "freetoken_preemptions_total", "counter", "requests preempted for KV pages", e->preemptions);
+    sample(o, "freetoken_decode_tokens_per_second", "gauge", "recent decode throughput", e->decode_tokens_per_s);
+    sample(o, "freetoken_prefill_tokens_per_second", "gauge", "recent prefill throughput", e->prefill_tokens_per_s);
     if (!e->expert_layers.empty()) {
       const EngineStats::ExpertLayer t = e->expert_totals();
       metric(o, "freetoken_expert_lookups_total", "counter", "distinct experts per step and MoE layer, by outcome");
       o << "freetoken_expert_lookups_total{outcome=\"hit\"} " << t.hits << '\n';
       o << "freetoken_expert_lookups_total{outcome=\"fetched\"} " << t.fetched << '\n';
       o << "freetoken_expert_lookups_total{outcome=\"cpu\"} " << t.cpu << '\n';
-      metric(o, "freetoken_expert_bytes_fetched_total", "counter", "expert bytes copied host to device");
-      o << "freetoken_expert_bytes_fetched_total " << e->expert_bytes_fetched << '\n';
-      metric(o, "freetoken_expert_copy_seconds_total", "counter", "time in host to device expert copies");
-      o << "freetoken_expert_copy_seconds_total " << 1e-3 * t.copy_ms << '\n';
-      metric(o, "freetoken_expert_cpu_seconds_total", "counter", "time in the CPU's expert jobs");
-      o << "freetoken_expert_cpu_seconds_total " << 1e-3 * t.cpu_ms << '\n';
-      metric(o, "freetoken_step_seconds_total", "counter", "wall time of engine steps");
-      o << "freetoken_step_seconds_total " << e->step_seconds << '\n';
+      sample(o, "freetoken_expert_bytes_fetched_total", "counter", "expert bytes copied host to device",
+             e->expert_bytes_fetched);
+      sample(o, "freetoken_expert_copy_seconds_total", "counter", "time in host to device expert copies",
+             1e-3 * t.copy_ms);
+      sample(o, "freetoken_expert_cpu_seconds_total", "counter", "time in the CPU's expert jobs", 1e-3 * t.cpu_ms);
+      sample(o, "freetoken_step_seconds_total", "counter", "wall time of engine steps", e->step_seconds);
     }
   }
   return o.str();

@@ -143,16 +143,22 @@ void finish_chat_job(const ServerState& state, const Json& b, const ChatInput& i
   job.spec.request.max_tokens = parse_max_tokens(state, b, max_keys, job.spec.request.prompt.size());
 }
 
-}  // namespace
-
-OpenAIJob parse_chat_request(const ServerState& state, const Json& b) {
+// What chat and text completions read alike: the model, the stream flags, sampling and stop strings.
+OpenAIJob parse_common_fields(const ServerState& state, const Json& b, const char* endpoint) {
   OpenAIJob job;
-  job.spec.endpoint = "chat.completions";
+  job.spec.endpoint = endpoint;
   job.spec.model = opt_string(b, "model").value_or(state.model_name());
   parse_stream_flags(b, job);
   job.spec.stream = job.stream;
   parse_openai_sampling(b, job.spec.request);
   job.spec.stop_strings = parse_stop_strings(b, "stop");
+  return job;
+}
+
+}  // namespace
+
+OpenAIJob parse_chat_request(const ServerState& state, const Json& b) {
+  OpenAIJob job = parse_common_fields(state, b, "chat.completions");
   job.logprobs = opt_bool(b, "logprobs").value_or(false);
   if (auto k = opt_integer(b, "top_logprobs", 0, kMaxLogprobs)) {
     if (!job.logprobs) throw_bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
@@ -175,13 +181,7 @@ OpenAIJob parse_chat_request(const ServerState& state, const Json& b) {
 }
 
 std::vector<OpenAIJob> parse_completion_request(const ServerState& state, const Json& b) {
-  OpenAIJob base;
-  base.spec.endpoint = "completions";
-  base.spec.model = opt_string(b, "model").value_or(state.model_name());
-  parse_stream_flags(b, base);
-  base.spec.stream = base.stream;
-  parse_openai_sampling(b, base.spec.request);
-  base.spec.stop_strings = parse_stop_strings(b, "stop");
+  OpenAIJob base = parse_common_fields(state, b, "completions");
   if (auto k = opt_integer(b, "logprobs", 0, kMaxLogprobs)) {
     base.logprobs = true;
     base.spec.request.sampling.logprobs = static_cast<int32_t>(*k);
