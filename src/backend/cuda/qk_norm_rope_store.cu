@@ -4,8 +4,8 @@
 // there, as kv_store does. The values of rms_norm, rope and kv_store in one launch.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
-#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/norm.cuh"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/rope.cuh"
 
 namespace ft::cuda {
