@@ -23,6 +23,7 @@ enum class Op {
   kRmsNorm,
   kRope,
   kAddRmsNorm,
+  kAddRmsNormMatmul,
   kQkNormRopeStore,
   kSwiglu,
   kSoftmax,
@@ -134,6 +135,14 @@ struct OpTable {
   // out, p). x [..., d] act, updated in place; delta like x, x's dtype; w [d]; out like x (aliases neither).
   Status (*add_rms_norm)(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out,
                          const RmsNormParams& p, Stream& s);
+  // The residual update, the norm and the projection that reads the normed rows: x_out = x + delta, each element
+  // rounded to x's dtype, h = rms_norm(x_out) * w, out = h @ proj^T (+ bias); equals add(x, delta, x_out),
+  // rms_norm(x_out, w, h, p), matmul(h, proj, bias, out). With delta undefined (x_out undefined too) h = rms_norm(x)
+  // * w. x [n, d] act; delta, x_out, h like x (x_out and h alias neither x nor delta); w [d]; proj [m, d]; bias [m]
+  // or undefined; out [n, m] act or f32.
+  Status (*add_rms_norm_matmul)(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out,
+                                const Tensor& h, const Tensor& proj, const Tensor& bias, const Tensor& out,
+                                const RmsNormParams& p, Stream& s);
   // x [n, n_head, head_dim] act; positions [n] i32; inv_freq [rot_dim / 2] f32; out like x (may alias).
   // angle = f32(position) * inv_freq in f32 (as transformers forms it), then cos and sin.
   Status (*rope)(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const Tensor& out,
@@ -238,7 +247,7 @@ struct OpTable {
 // the ops it runs; its table leaves the others null.
 #define FT_DECLARE_OPS()                                                                                   \
   FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(add_rms_norm)       \
-  FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)                                                    \
+  FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)                 \
   FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)                   \
   FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts)     \
   FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)         \

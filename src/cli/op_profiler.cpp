@@ -38,6 +38,12 @@ Status add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& w, const
   FT_RETURN_IF_ERROR(g_active->before("add_rms_norm " + dims(x)));
   return inner().add_rms_norm(x, delta, w, out, p, s);
 }
+Status add_rms_norm_matmul(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out, const Tensor& h,
+                           const Tensor& proj, const Tensor& bias, const Tensor& out, const RmsNormParams& p,
+                           Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("add_rms_norm_matmul w " + dims(proj)));
+  return inner().add_rms_norm_matmul(x, delta, w, x_out, h, proj, bias, out, p, s);
+}
 Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_w, const Tensor& k_w,
                           const Tensor& pos, const Tensor& f, const Tensor& slots, const Tensor& kc, const Tensor& vc,
                           const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
@@ -104,6 +110,7 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.rms_norm = rms_norm;
   t.rope = rope;
   t.add_rms_norm = add_rms_norm;
+  t.add_rms_norm_matmul = add_rms_norm_matmul;
   t.qk_norm_rope_store = qk_norm_rope_store;
   t.swiglu = swiglu;
   t.softmax = softmax;

@@ -33,6 +33,7 @@ void CausalLm::plan(Arena& a) {
   page_table_ = a.take(DType::kI32, {S, P});
   state_slots_ = a.take(DType::kI32, {S});
   x_ = a.take(hidden, {T, c.hidden_size});
+  x_spare_ = a.take(hidden, {T, c.hidden_size});
   h_ = a.take(hidden, {T, c.hidden_size});
   h2_ = a.take(hidden, {T, c.hidden_size});
   final_rows_ = a.take(act, {T, c.hidden_size});
@@ -172,23 +173,19 @@ Status CausalLm::stage(const ForwardBatch& batch, KvCache& kv) {
   return upload_step(batch, step_);
 }
 
-Status CausalLm::input_norm(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h2, const Tensor& w,
-                            const Tensor& h) const {
-  if (layer == 0) return c.ops.rms_norm(x, w, h, final_norm_params_, c.stream);
-  return c.ops.add_rms_norm(x, h2, w, h, final_norm_params_, c.stream);
-}
-
 Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   const OpTable& ops = backend_.ops();
   Stream& s = backend_.stream();
   const int64_t n = step_.n_tokens, r = n_logit_rows_;
   if (n <= 0) return invalid_argument("run_staged: no batch staged");
   if (logits.dim(0) < r || logits.dim(1) != config_.vocab_size) return invalid_argument("logits tensor shape");
-  const Tensor x = rows(x_, n), h = rows(h_, n), h2 = rows(h2_, n);
-  FT_RETURN_IF_ERROR(ops.embedding(embed_, step_.tokens, x, s));
+  const Tensor h = rows(h_, n), h2 = rows(h2_, n);
+  Residual residual(rows(x_, n), rows(x_spare_, n));
+  FT_RETURN_IF_ERROR(ops.embedding(embed_, step_.tokens, residual.x(), s));
   LayerContext ctx{ops, s, step_, kv, expert_cache_};
-  for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, x, h, h2));
+  for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, residual, h, h2));
   if (r == 0) return ok_status();  // a step of prefill chunks that end no prompt
+  const Tensor& x = residual.x();
   FT_RETURN_IF_ERROR(ops.add(x, h2, x, s));  // the last layer's output
   const Tensor last = rows(final_rows_, r);
   FT_RETURN_IF_ERROR(ops.embedding(x, step_.logit_rows, last, s));  // gather the wanted rows

@@ -29,15 +29,20 @@ class CausalLm : public Model {
 
   // Loads embedding, final norm and LM head (tied or not), plans the step tensors and scratch.
   Status load_common(WeightLoader& w, const std::string& prefix = "model");
-  // One decoder layer. x [n, d] is the residual stream; h2 [n, d] holds the previous layer's output, not yet added to
-  // x (nothing before layer 0): the layer adds it in its input norm (input_norm) and leaves its own output in h2 in
+  // One decoder layer. r is the residual stream; h2 [n, d] holds the previous layer's output, not yet added to it
+  // (nothing before layer 0): the layer adds it in its input norm (input_norm) and leaves its own output in h2 in
   // turn (the step adds the last layer's). h [n, d] is free for the layer's use.
-  virtual Status forward_layer(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h,
+  virtual Status forward_layer(int64_t layer, const LayerContext& c, Residual& r, const Tensor& h,
                                const Tensor& h2) = 0;
-  // A layer's input norm with the residual update deferred from the layer before: x += h2 (from layer 1 on), then
-  // h = rms_norm(x) * w with final_norm_params_ (the layer norms share the final norm's params). One op either way.
-  Status input_norm(int64_t layer, const LayerContext& c, const Tensor& x, const Tensor& h2, const Tensor& w,
-                    const Tensor& h) const;
+  // A layer's input, normalised with w into h by its first projection, with the residual update deferred from the
+  // layer before (r += h2 from layer 1 on); the layer norms share the final norm's params.
+  LayerInput input_norm(int64_t layer, Residual& r, const Tensor& h2, const Tensor& w, const Tensor& h) const {
+    return r.add_and_norm(layer == 0 ? Tensor{} : h2, w, h, final_norm_params_);
+  }
+  // The norm after a layer's attention: r += h2 (attention's output), normalised with w into h.
+  LayerInput post_norm(Residual& r, const Tensor& h2, const Tensor& w, const Tensor& h) const {
+    return r.add_and_norm(h2, w, h, final_norm_params_);
+  }
   // The widest dense MLP intermediate a layer runs through the scratch (a dense MLP or a shared expert; 0 when
   // none): routed experts size their own workspace from moe_intermediate_size.
   virtual int64_t max_intermediate() const = 0;
@@ -73,8 +78,8 @@ class CausalLm : public Model {
   ExpertCache* expert_cache_ = nullptr;
   // Step inputs at fixed addresses, sized for the largest step.
   Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_, state_slots_;  // i32
-  Tensor x_, h_, h2_;      // [T, d] act
-  Tensor final_rows_;      // [T, d] act: the rows whose logits are wanted
+  Tensor x_, x_spare_, h_, h2_;  // [T, d] act: the residual stream's two buffers (Residual), h, h2
+  Tensor final_rows_;            // [T, d] act: the rows whose logits are wanted
   std::vector<int32_t> page_staging_;
   StepView step_;             // the last staged batch
   int64_t n_logit_rows_ = 0;  // its logit rows

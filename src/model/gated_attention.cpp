@@ -32,10 +32,11 @@ Result<GatedAttention> GatedAttention::load(WeightLoader& w, const std::string& 
   return a;
 }
 
-Status GatedAttention::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
-  const int64_t n = x.dim(0), hd = head_dim;
+Status GatedAttention::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in,
+                               const Tensor& out) const {
+  const int64_t n = in.h.dim(0), hd = head_dim;
   const Tensor qkv_rows = rows(s.qkv, n).slice(1, 0, qkv.w.dim(0));  // [n, H (query | gate) + K hd + K hd]
-  FT_RETURN_IF_ERROR(qkv.forward(c, x, qkv_rows));
+  FT_RETURN_IF_ERROR(qkv.forward(c, in, qkv_rows));
   const Tensor q = interleaved_heads(qkv_rows, n_head, hd, 0);
   const Tensor gate = interleaved_heads(qkv_rows, n_head, hd, hd);
   const Tensor k = split_heads(qkv_rows.slice(1, 2 * n_head * hd, n_kv * hd), n_kv, hd);

@@ -22,8 +22,8 @@ struct GatedAttention {
   static int64_t qkv_width(const ModelConfig& c) { return (2 * c.n_head + 2 * c.n_kv_head) * c.head_dim; }
   static Result<GatedAttention> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
                                      const Tensor& inv_freq);
-  // x [n, d] normalised input; out [n, d].
-  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+  // out [n, d].
+  Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 };
 
 }  // namespace ft

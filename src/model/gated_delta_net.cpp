@@ -34,12 +34,13 @@ bool GatedDeltaNet::supported(const OpTable& ops) {
          ops.sigmoid_mul;
 }
 
-Status GatedDeltaNet::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
-  const int64_t n = x.dim(0), key_dim = n_k * dk, value_dim = n_v * dv;
+Status GatedDeltaNet::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in,
+                              const Tensor& out) const {
+  const int64_t n = in.h.dim(0), key_dim = n_k * dk, value_dim = n_v * dv;
   if (c.step.recurrent.n_seq != c.step.meta.n_seq)
     return invalid_argument("the batch carries no recurrent state slots for a linear-attention layer");
   const Tensor proj = rows(s.linear_proj, n).slice(1, 0, in_proj.w.dim(0));  // [n, qkv | z | b | a]
-  FT_RETURN_IF_ERROR(in_proj.forward(c, x, proj));
+  FT_RETURN_IF_ERROR(in_proj.forward(c, in, proj));
   const Tensor conv = rows(s.linear_conv, n).slice(1, 0, conv_dim());  // [n, q | k | v]
   const RecurrentMeta& meta = c.step.recurrent;
   FT_RETURN_IF_ERROR(c.ops.conv1d_silu(proj.slice(1, 0, conv_dim()), conv_w, meta, c.kv.states().conv(layer), conv,

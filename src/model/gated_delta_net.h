@@ -24,8 +24,8 @@ struct GatedDeltaNet {
   StateLayerShape state_shape() const;
   // The ops it needs, present in the backend's table.
   static bool supported(const OpTable& ops);
-  // x [n, d] normalised input; out [n, d].
-  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+  // out [n, d].
+  Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 
  private:
   int64_t conv_dim() const { return 2 * n_k * dk + n_v * dv; }

@@ -47,10 +47,11 @@ Result<GqaAttention> GqaAttention::load(WeightLoader& w, const std::string& pref
   return a;
 }
 
-Status GqaAttention::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
-  const int64_t n = x.dim(0);
+Status GqaAttention::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in,
+                             const Tensor& out) const {
+  const int64_t n = in.h.dim(0);
   const Tensor qkv_rows = rows(s.qkv, n);  // [n, (H + 2K) hd]
-  FT_RETURN_IF_ERROR(qkv.forward(c, x, qkv_rows));
+  FT_RETURN_IF_ERROR(qkv.forward(c, in, qkv_rows));
   const Tensor q = split_heads(qkv_rows.slice(1, 0, n_head * head_dim), n_head, head_dim);
   const Tensor k = split_heads(qkv_rows.slice(1, n_head * head_dim, n_kv * head_dim), n_kv, head_dim);
   const Tensor v = split_heads(qkv_rows.slice(1, (n_head + n_kv) * head_dim, n_kv * head_dim), n_kv, head_dim);
@@ -77,11 +78,11 @@ Result<DenseMlp> DenseMlp::load(WeightLoader& w, const std::string& prefix, int6
   return m;
 }
 
-Status DenseMlp::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
-  const int64_t n = x.dim(0);
+Status DenseMlp::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const {
+  const int64_t n = in.h.dim(0);
   const Tensor gu = rows(s.gate_up, n).slice(1, 0, 2 * inter);  // [n, 2 inter]
   const Tensor act = rows(s.act, n).slice(1, 0, inter);         // [n, inter]
-  FT_RETURN_IF_ERROR(c.ops.matmul(x, gate_up, Tensor{}, gu, c.stream));
+  FT_RETURN_IF_ERROR(project(c, in, gate_up, Tensor{}, gu));
   FT_RETURN_IF_ERROR(c.ops.swiglu(gu.slice(1, 0, inter), gu.slice(1, inter, inter), act, c.stream));
   return c.ops.matmul(act, down, Tensor{}, out, c.stream);
 }
@@ -109,12 +110,13 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
   return m;
 }
 
-Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const {
+Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const {
+  const Tensor& x = in.h;  // [n, d], normalised by the router's projection
   const int64_t n = x.dim(0), k = route.n_expert_used;
   const Tensor logits = rows(s.router, n).slice(1, 0, router.w.dim(0));  // [n, n_expert] f32
   const Tensor ids = rows(s.topk_ids, n).slice(1, 0, k);                 // [n, k] i32
   const Tensor weights = rows(s.topk_w, n).slice(1, 0, k);               // [n, k] f32
-  FT_RETURN_IF_ERROR(router.forward(c, x, logits));
+  FT_RETURN_IF_ERROR(router.forward(c, in, logits));
   FT_RETURN_IF_ERROR(c.ops.moe_route(logits, selection_bias, ids, weights, route, c.stream));
   if (moe_layer < 0) {
     FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
@@ -125,7 +127,7 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Ten
   }
   if (!has_shared) return ok_status();
   const Tensor sh = rows(s.shared, n), gate = rows(s.shared_gate, n);  // [n, d], [n, 1]
-  FT_RETURN_IF_ERROR(shared.forward(c, s, x, sh));
+  FT_RETURN_IF_ERROR(shared.forward(c, s, LayerInput{x}, sh));
   FT_RETURN_IF_ERROR(shared_gate.forward(c, x, gate));
   FT_RETURN_IF_ERROR(c.ops.sigmoid_mul(sh, gate, sh, c.stream));
   return c.ops.add(out, sh, out, c.stream);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "backend/backend.h"
 #include "io/model_config.h"
@@ -36,11 +37,47 @@ Tensor split_heads(const Tensor& t, int64_t heads, int64_t head_dim);
 // First n rows.
 inline Tensor rows(const Tensor& t, int64_t n) { return t.slice(0, 0, n); }
 
+// A block's input rows h [n, d]: normalised already, or (norm_w defined) still to be formed from the residual
+// stream by the block's first projection (add_rms_norm_matmul), which writes them to h and x + delta to x_out.
+struct LayerInput {
+  Tensor h;
+  Tensor x, delta, x_out;  // [n, d]; delta and x_out undefined: h = rms_norm(x) * norm_w
+  Tensor norm_w;           // [d], or undefined
+  RmsNormParams norm;
+};
+
+// The residual stream in two buffers [n, d]: an update x + delta goes to the other one, which then holds the
+// stream (the blocks of a fused op all read x while one of them writes the sum).
+class Residual {
+ public:
+  Residual(const Tensor& x, const Tensor& spare) : x_(x), spare_(spare) {}
+  const Tensor& x() const { return x_; }
+  // The next block's input: x + delta (delta undefined: x) normalised with w into h by its first projection.
+  LayerInput add_and_norm(const Tensor& delta, const Tensor& w, const Tensor& h, const RmsNormParams& p) {
+    LayerInput in{h, x_, delta, delta.defined() ? spare_ : Tensor{}, w, p};
+    if (delta.defined()) std::swap(x_, spare_);
+    return in;
+  }
+
+ private:
+  Tensor x_, spare_;
+};
+
+// out = in.h @ w^T (+ b), forming in.h first when its norm is still to run. w [m, d]; b [m] or undefined.
+inline Status project(const LayerContext& c, const LayerInput& in, const Tensor& w, const Tensor& b,
+                      const Tensor& out) {
+  if (!in.norm_w.defined()) return c.ops.matmul(in.h, w, b, out, c.stream);
+  return c.ops.add_rms_norm_matmul(in.x, in.delta, in.norm_w, in.x_out, in.h, w, b, out, in.norm, c.stream);
+}
+
 struct Linear {
   Tensor w;  // [out, in]
   Tensor b;  // [out] or undefined
   Status forward(const LayerContext& c, const Tensor& x, const Tensor& out) const {
     return c.ops.matmul(x, w, b, out, c.stream);
+  }
+  Status forward(const LayerContext& c, const LayerInput& in, const Tensor& out) const {
+    return project(c, in, w, b, out);
   }
 };
 
@@ -73,8 +110,8 @@ struct GqaAttention {
 
   static Result<GqaAttention> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
                                    const Tensor& inv_freq, float attention_factor);
-  // x [n, d] normalised input; out [n, d].
-  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+  // out [n, d].
+  Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 };
 
 // SwiGLU MLP: down(silu(gate x) * up x), gate and up fused.
@@ -84,7 +121,7 @@ struct DenseMlp {
   int64_t inter = 0;
 
   static Result<DenseMlp> load(WeightLoader& w, const std::string& prefix, int64_t d, int64_t inter);
-  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+  Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 };
 
 // Routed experts: router -> top-k -> expert SwiGLU FFNs, weighted sum; plus, when the checkpoint has one, a
@@ -103,7 +140,7 @@ struct MoeBlock {
   // store: null to load the experts onto the backend, else into its records of layer moe_layer.
   static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c,
                                ExpertStore* store = nullptr, int64_t moe_layer = -1);
-  Status forward(const LayerContext& c, const LayerScratch& s, const Tensor& x, const Tensor& out) const;
+  Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 };
 
 }  // namespace ft

@@ -1,8 +1,8 @@
-// cpu fused ops (add_rms_norm, qk_norm_rope_store) against the ref ops and against the cpu ops they fuse. Against
-// the unfused cpu ops the results are bit for bit the same (0). Against ref (float64 sums, the same roundings to f32
-// between the fused steps): the row ops' 1e-12; the updated x of add_rms_norm is one f32 add, exact (0); values go
-// to the cache unchanged (0), keys into an f32 cache 1e-12, into a bf16 cache one rounding of values ref holds a
-// few f32 ulps apart: kBf16Tol.
+// cpu fused ops (add_rms_norm, add_rms_norm_matmul, qk_norm_rope_store) against the ref ops and against the cpu ops
+// they fuse. Against the unfused cpu ops the results are bit for bit the same (0). Against ref (float64 sums, the same
+// roundings to f32 between the fused steps): the row ops' 1e-12; the updated x of add_rms_norm is one f32 add, exact
+// (0); values go to the cache unchanged (0), keys into an f32 cache 1e-12, into a bf16 cache one rounding of values ref
+// holds a few f32 ulps apart: kBf16Tol.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -40,6 +40,38 @@ TEST(OpsCpu, AddRmsNorm) {
             expect_close(got, unfused, 0, what + " vs add + rms_norm");
           });
         }
+}
+
+// add_rms_norm_matmul, with and without the residual update: the cpu op runs add, rms_norm and matmul in turn, so
+// against ref x_out is exact (0), h the row ops' 1e-12 and out an f32 GEMM's (k products in fp32: 1e-9).
+TEST(OpsCpu, AddRmsNormMatmul) {
+  OpEnv env;
+  for (DType pd : {DType::kF32, DType::kBF16})
+    for (bool with_delta : {true, false})
+      for (int64_t n : {1, 3, 33}) {
+        const int64_t d = 2048, m = 40;
+        Tensor x = make_tensor(DType::kF32, {n, d}), delta = make_tensor(DType::kF32, {n, d});
+        Tensor w = make_tensor(DType::kBF16, {d}), proj = make_tensor(pd, {m, d});
+        fill_normal(x, 110 + n, 3.0), fill_normal(delta, 111), fill_normal(w, 112), fill_normal(proj, 113);
+        const RmsNormParams p{1e-6f, true};
+        const Tensor dl = with_delta ? delta : Tensor{};
+        const auto run = [&](const OpTable& ops, Stream& s, const Tensor& x_out, const Tensor& h, const Tensor& out) {
+          return ops.add_rms_norm_matmul(x, dl, w, x_out, h, proj, Tensor{}, out, p, s);
+        };
+        Tensor want_x = make_tensor(DType::kF32, {n, d}), want_h = make_tensor(DType::kF32, {n, d});
+        Tensor want = make_tensor(DType::kF64, {n, m});
+        ASSERT_TRUE(run(env.ref, env.ref_stream, with_delta ? want_x : Tensor{}, want_h, want).ok());
+        for_each_isa([&](const std::string& isa) {
+          const std::string what = std::string("add_rms_norm_matmul proj ") + dtype_name(pd) +
+                                   (with_delta ? " delta" : "") + " n=" + std::to_string(n) + isa;
+          Tensor got_x = make_tensor(DType::kF32, {n, d}), got_h = make_tensor(DType::kF32, {n, d});
+          Tensor got = make_tensor(DType::kF32, {n, m});
+          ASSERT_TRUE(run(env.cpu, env.cpu_stream, with_delta ? got_x : Tensor{}, got_h, got).ok());
+          if (with_delta) expect_close(got_x, want_x, 0, what + " x_out");
+          expect_close(got_h, want_h, 1e-12, what + " h");
+          expect_close(got, want, 1e-9, what);
+        });
+      }
 }
 
 TEST(OpsCpu, QkNormRopeStore) {

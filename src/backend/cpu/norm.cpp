@@ -1,5 +1,5 @@
 // rms_norm: out = x / sqrt(mean(x^2) + eps) * w (or * (1 + w), formed in fp32), one row per task; add_rms_norm:
-// x += delta first, on the same rows.
+// x += delta first, on the same rows; add_rms_norm_matmul: add, rms_norm and matmul in turn.
 #include "backend/cpu/norm.h"
 
 #include "backend/cpu/common.h"
@@ -46,6 +46,21 @@ Status add_rms_norm(const Tensor& x,      // [..., d] f32, updated in place
     }
   });
   return ok_status();
+}
+
+Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32
+                           const Tensor& delta,  // like x, or undefined
+                           const Tensor& w,      // [d] f32/bf16
+                           const Tensor& x_out,  // like x; defined with delta
+                           const Tensor& h,      // like x
+                           const Tensor& proj,   // [m, d] f32/bf16
+                           const Tensor& bias,   // [m] or undefined
+                           const Tensor& out,    // [n, m] f32
+                           const RmsNormParams& p, Stream& s) {
+  if (delta.defined() != x_out.defined()) return shape_error("add_rms_norm_matmul", "delta without x_out");
+  if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
+  FT_RETURN_IF_ERROR(rms_norm(delta.defined() ? x_out : x, w, h, p, s));
+  return matmul(h, proj, bias, out, s);
 }
 
 }  // namespace ft::cpu

@@ -11,6 +11,7 @@ bool supports(Op op, DType act, DType weight) {
     case Op::kRmsNorm:
     case Op::kRope:
     case Op::kAddRmsNorm:
+    case Op::kAddRmsNormMatmul:
     case Op::kQkNormRopeStore:
     case Op::kSwiglu:
     case Op::kSoftmax:
@@ -47,6 +48,7 @@ const OpTable& cuda_op_table() {
       .matmul = &cuda::matmul,
       .rms_norm = &cuda::rms_norm,
       .add_rms_norm = &cuda::add_rms_norm,
+      .add_rms_norm_matmul = &cuda::add_rms_norm_matmul,
       .rope = &cuda::rope,
       .qk_norm_rope_store = &cuda::qk_norm_rope_store,
       .swiglu = &cuda::swiglu,

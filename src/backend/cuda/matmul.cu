@@ -1,5 +1,4 @@
-// matmul: out = x @ w^T (+ bias). Decode batches of 1..4 rows go through a bandwidth-bound GEMV (one warp per
-// weight row, 16-byte loads, fp32 sums; a programmatic dependent that starts loading its weights early); bf16 x
+// matmul: out = x @ w^T (+ bias). Decode batches of 1..4 rows go through the bandwidth-bound GEMV of gemv.cuh; bf16 x
 // bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output); everything else (f32 activations or weights,
 // unaligned shapes) through the fp32 CUDA-core tile GEMM.
 #include <string>
@@ -7,66 +6,10 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemm_simt.cuh"
-#include "backend/cuda/pdl.cuh"
-#include "backend/cuda/vec_load.cuh"
+#include "backend/cuda/gemv.cuh"
 
 namespace ft::cuda {
 namespace {
-
-constexpr int kGemvMaxRows = 4;
-constexpr int kGemvWarps = 8;
-
-struct GemvArgs {
-  const void* x;  // [N, k], row stride ldx
-  int64_t ldx;
-  const void* w;  // [m, k], row stride ldw
-  int64_t ldw;
-  void* out;  // [N, m], row stride ldo
-  int64_t ldo, m, k;
-};
-
-// One warp per weight row j: out[r, j] = sum_c x[r, c] w[j, c] for the N rows of x. k % 8 == 0, rows 16-byte
-// aligned. Each lane keeps B chunks of the row in flight before their arithmetic; the first B are loaded before
-// waiting for the kernel before (weights are no kernel's output, pdl.cuh), so the weights of a GEMV launched
-// behind a short kernel are on their way while that kernel runs.
-template <class TX, class TW, class TO, int N, int B, int MinBlocks = 1>
-__global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvArgs a) {
-  const int lane = threadIdx.x & 31;
-  const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
-  const int n_chunks = static_cast<int>(a.k / 8);  // 32-bit chunk indices: registers for the loads
-  const TW* wr = static_cast<const TW*>(a.w) + j * a.ldw;
-  Chunk8<TW> wc[B];
-  const auto load_batch = [&](int c0) {
-#pragma unroll
-    for (int u = 0; u < B; ++u)
-      if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8);
-  };
-  if (j < a.m) load_batch(lane);
-  pdl_wait_then_release();
-  if (j >= a.m) return;
-  const TX* x = static_cast<const TX*>(a.x);
-  float acc[N] = {};
-  for (int c0 = lane; c0 < n_chunks; c0 += 32 * B) {
-    if (c0 != lane) load_batch(c0);
-#pragma unroll
-    for (int u = 0; u < B; ++u) {
-      const int c = c0 + u * 32;
-      if (c >= n_chunks) break;
-#pragma unroll
-      for (int r = 0; r < N; ++r) {
-        float xv[8];
-        load8(x + r * a.ldx + c * 8, xv);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc[r] = fmaf(xv[i], wc[u].get(i), acc[r]);
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < N; ++r) {
-    const float v = warp_sum(acc[r]);
-    if (lane == 0) static_cast<TO*>(a.out)[r * a.ldo + j] = from_f32<TO>(v);
-  }
-}
 
 template <class TX, class TW, class TO>
 __global__ void __launch_bounds__(kSimtThreads) simt_gemm_kernel(const TX* x, int64_t ldx, const TW* w, int64_t ldw,
@@ -145,34 +88,21 @@ const LtPlan& lt_plan(CudaStream& cs, const Tensor& x, const Tensor& w, const Te
   return p;
 }
 
-template <auto Kernel>
-cudaError_t launch_gemv_kernel(const GemvArgs& a, const CudaStream& cs) {
-  return launch_pdl(cs.pdl(), Kernel, dim3(grid_for(a.m, kGemvWarps)), dim3(kGemvWarps * 32), 0, cs.get(), a);
-}
-
-// A whole 4096-wide bf16 row in flight per lane where the registers allow it, else 2048 elements at a time.
 template <class TX, class TW, class TO, int N>
-cudaError_t launch_gemv(const GemvArgs& a, const CudaStream& cs) {
-  constexpr bool kNarrow = sizeof(TW) == 2 && N <= 2;  // few registers per chunk and row
-  if constexpr (kNarrow)
-    if (a.k > 2048) return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, 16>>(a, cs);
-  // A matrix of up to kOneWaveBlocks blocks per SM (Qwen3-30B's qkv: 5120 rows) in one wave, at 48 registers: every
-  // row's first loads go out before the kernel before ends. Larger ones (lm_head) keep their registers.
-  constexpr int kOneWaveBlocks = 5;
-  if constexpr (kNarrow && N == 1)
-    if (a.m <= int64_t{kOneWaveBlocks} * kGemvWarps * cs.n_sm())
-      return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, 8, kOneWaveBlocks>>(a, cs);
-  return launch_gemv_kernel<gemv_kernel<TX, TW, TO, N, kNarrow ? 8 : 4>>(a, cs);
-}
+struct PlainGemv {
+  static constexpr int kOneWaveBlocks = 5;  // 48 registers
+  template <int B, int MinBlocks>
+  static constexpr auto kernel = gemv_kernel<TX, TW, TO, N, B, MinBlocks>;
+};
 
 template <class TX, class TW, class TO>
 cudaError_t launch_gemv(const Tensor& x, const Tensor& w, const Tensor& out, const CudaStream& cs) {
   const GemvArgs a{x.data(), x.stride[0], w.data(), w.stride[0], out.data(), out.stride[0], w.dim(0), x.dim(1)};
   switch (x.dim(0)) {
-    case 1: return launch_gemv<TX, TW, TO, 1>(a, cs);
-    case 2: return launch_gemv<TX, TW, TO, 2>(a, cs);
-    case 3: return launch_gemv<TX, TW, TO, 3>(a, cs);
-    default: return launch_gemv<TX, TW, TO, 4>(a, cs);
+    case 1: return launch_gemv_family<PlainGemv<TX, TW, TO, 1>, TW, 1>(a, 0, cs);
+    case 2: return launch_gemv_family<PlainGemv<TX, TW, TO, 2>, TW, 2>(a, 0, cs);
+    case 3: return launch_gemv_family<PlainGemv<TX, TW, TO, 3>, TW, 3>(a, 0, cs);
+    default: return launch_gemv_family<PlainGemv<TX, TW, TO, 4>, TW, 4>(a, 0, cs);
   }
 }
 

@@ -1,8 +1,8 @@
-// Eight consecutive elements as fp32 through 16-byte loads (one for bf16, two for f32); the pointer must be
-// 16-byte aligned. Weights go through ld.global.nc: nothing writes them while a kernel reads them (the expert
-// cache's fill kernel has finished before an expert GEMV loads a slot: after its wait, or two launches
-// later). Activations, which a kernel launched as a programmatic dependent (pdl.cuh) may see written while it
-// runs, go through plain loads.
+// Eight consecutive elements as fp32 through 16-byte loads (one for bf16, two for f32), and back through 16-byte
+// stores; the pointer must be 16-byte aligned. Weights go through ld.global.nc: nothing writes them while a kernel
+// reads them (the expert cache's fill kernel has finished before an expert GEMV loads a slot: after its wait, or
+// two launches later). Activations, which a kernel launched as a programmatic dependent (pdl.cuh) may see written
+// while it runs, go through plain loads.
 #pragma once
 
 #include "backend/cuda/common.cuh"
@@ -22,6 +22,21 @@ __device__ __forceinline__ void load8(const bf16* p, float (&v)[8]) {
 __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
   const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
   v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+// Eight fp32 values rounded to T and stored through 16-byte stores (one for bf16, two for f32).
+__device__ __forceinline__ void store8(bf16* p, const float (&v)[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    w[i] = uint32_t{__bfloat16_as_ushort(from_f32<bf16>(v[2 * i]))} |
+           (uint32_t{__bfloat16_as_ushort(from_f32<bf16>(v[2 * i + 1]))} << 16);
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+__device__ __forceinline__ void store8(float* p, const float (&v)[8]) {
+  reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+  reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
 // Raw 16-byte chunks, so that several loads can be in flight before any is converted: load for weights,

@@ -56,6 +56,15 @@ Status add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& w, const
   return rms_norm(x, w, out, p, s);
 }
 
+Status add_rms_norm_matmul(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out, const Tensor& h,
+                           const Tensor& proj, const Tensor& bias, const Tensor& out, const RmsNormParams& p,
+                           Stream& s) {
+  if (delta.defined() != x_out.defined()) return invalid_argument("add_rms_norm_matmul: delta without x_out");
+  if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
+  FT_RETURN_IF_ERROR(rms_norm(delta.defined() ? x_out : x, w, h, p, s));
+  return matmul(h, proj, bias, out, s);
+}
+
 Status swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, Stream&) {
   const int64_t n = gate.dim(0), m = gate.dim(1);
   if (!same_shape(gate, up) || !same_shape(gate, out)) return invalid_argument("swiglu: shapes");

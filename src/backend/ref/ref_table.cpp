@@ -14,6 +14,7 @@ const OpTable& ref_op_table() {
       .matmul = ref::matmul,
       .rms_norm = ref::rms_norm,
       .add_rms_norm = ref::add_rms_norm,
+      .add_rms_norm_matmul = ref::add_rms_norm_matmul,
       .rope = ref::rope,
       .qk_norm_rope_store = ref::qk_norm_rope_store,
       .swiglu = ref::swiglu,

@@ -64,14 +64,12 @@ class Qwen3Model final : public CausalLm {
     return inter;
   }
 
-  Status forward_layer(int64_t l, const LayerContext& c, const Tensor& x, const Tensor& h,
-                       const Tensor& h2) override {
+  Status forward_layer(int64_t l, const LayerContext& c, Residual& r, const Tensor& h, const Tensor& h2) override {
     const Qwen3Layer& layer = layers_[static_cast<size_t>(l)];
-    FT_RETURN_IF_ERROR(input_norm(l, c, x, h2, layer.input_norm, h));
-    FT_RETURN_IF_ERROR(layer.attn.forward(c, scratch_, h, h2));
-    FT_RETURN_IF_ERROR(c.ops.add_rms_norm(x, h2, layer.post_norm, h, final_norm_params_, c.stream));
-    if (layer.moe) return layer.experts.forward(c, scratch_, h, h2);  // h2: added by the next layer's input norm
-    return layer.mlp.forward(c, scratch_, h, h2);
+    FT_RETURN_IF_ERROR(layer.attn.forward(c, scratch_, input_norm(l, r, h2, layer.input_norm, h), h2));
+    const LayerInput post = post_norm(r, h2, layer.post_norm, h);
+    if (layer.moe) return layer.experts.forward(c, scratch_, post, h2);  // h2: added by the next layer's input norm
+    return layer.mlp.forward(c, scratch_, post, h2);
   }
 
   Tensor inv_freq_;  // [head_dim / 2] f32

@@ -94,15 +94,13 @@ class Qwen35MoeModel final : public CausalLm {
   // own bf16 run's 56/60 and 273/357). At decode the activations are a few KB against gigabytes of weights.
   DType hidden_dtype() const override { return DType::kF32; }
 
-  Status forward_layer(int64_t l, const LayerContext& c, const Tensor& x, const Tensor& h,
-                       const Tensor& h2) override {
+  // The layer norms are zero-centred (final_norm_params_).
+  Status forward_layer(int64_t l, const LayerContext& c, Residual& r, const Tensor& h, const Tensor& h2) override {
     const Qwen35Layer& layer = layers_[static_cast<size_t>(l)];
-    const RmsNormParams& norm = final_norm_params_;  // zero-centred, rms_norm_eps
-    FT_RETURN_IF_ERROR(input_norm(l, c, x, h2, layer.input_norm, h));
-    if (layer.linear) FT_RETURN_IF_ERROR(layer.delta_net.forward(c, scratch_, h, h2));
-    else FT_RETURN_IF_ERROR(layer.attn.forward(c, scratch_, h, h2));
-    FT_RETURN_IF_ERROR(c.ops.add_rms_norm(x, h2, layer.post_norm, h, norm, c.stream));
-    return layer.moe.forward(c, scratch_, h, h2);  // h2: added by the next layer's input norm
+    const LayerInput in = input_norm(l, r, h2, layer.input_norm, h);
+    if (layer.linear) FT_RETURN_IF_ERROR(layer.delta_net.forward(c, scratch_, in, h2));
+    else FT_RETURN_IF_ERROR(layer.attn.forward(c, scratch_, in, h2));
+    return layer.moe.forward(c, scratch_, post_norm(r, h2, layer.post_norm, h), h2);  // h2: added by the next layer
   }
 
   Tensor inv_freq_;  // [rot_dim / 2] f32

@@ -1,0 +1,102 @@
+// The decode GEMV of 1..4 rows, shared by matmul and add_rms_norm_matmul: one warp per weight row, 16-byte loads,
+// fp32 sums; a programmatic dependent (pdl.cuh) whose warps load the first chunks of their weight rows before
+// waiting for the kernel before.
+#pragma once
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/pdl.cuh"
+#include "backend/cuda/vec_load.cuh"
+
+namespace ft::cuda {
+
+inline constexpr int kGemvMaxRows = 4;
+inline constexpr int kGemvWarps = 8;
+
+struct GemvArgs {
+  const void* x;  // [N, k], row stride ldx
+  int64_t ldx;
+  const void* w;  // [m, k], row stride ldw
+  int64_t ldw;
+  void* out;  // [N, m], row stride ldo
+  int64_t ldo, m, k;
+};
+
+// Weight row j as seen by one lane: chunks c = lane + 32 u of 8 elements, B of them in flight before their
+// arithmetic. k % 8 == 0, rows 16-byte aligned.
+template <class TW, int B>
+struct GemvRow {
+  const TW* wr;
+  int n_chunks;  // 32-bit chunk indices: registers for the loads
+  Chunk8<TW> wc[B];
+
+  __device__ __forceinline__ GemvRow(const GemvArgs& a, int64_t j)
+      : wr(static_cast<const TW*>(a.w) + j * a.ldw), n_chunks(static_cast<int>(a.k / 8)) {}
+  __device__ __forceinline__ void load_batch(int c0) {
+#pragma unroll
+    for (int u = 0; u < B; ++u)
+      if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8);
+  }
+};
+
+// out[r, j] = sum_c x[r, c] w[j, c] for the N rows of x (global or shared memory, row stride ldx), by the warp of
+// weight row j whose first batch (chunk lane) row.load_batch has loaded.
+template <class TX, class TW, class TO, int N, int B>
+__device__ __forceinline__ void gemv_finish_row(const GemvArgs& a, int64_t j, int lane, const TX* x, int64_t ldx,
+                                                GemvRow<TW, B>& row) {
+  float acc[N] = {};
+  for (int c0 = lane; c0 < row.n_chunks; c0 += 32 * B) {
+    if (c0 != lane) row.load_batch(c0);
+#pragma unroll
+    for (int u = 0; u < B; ++u) {
+      const int c = c0 + u * 32;
+      if (c >= row.n_chunks) break;
+#pragma unroll
+      for (int r = 0; r < N; ++r) {
+        float xv[8];
+        load8(x + r * ldx + c * 8, xv);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[r] = fmaf(xv[i], row.wc[u].get(i), acc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    const float v = warp_sum(acc[r]);
+    if (lane == 0) static_cast<TO*>(a.out)[r * a.ldo + j] = from_f32<TO>(v);
+  }
+}
+
+// One warp per weight row j: out[r, j] = sum_c x[r, c] w[j, c] for the N rows of x. The first B chunks of each
+// lane are loaded before waiting for the kernel before (weights are no kernel's output, pdl.cuh), so the weights
+// of a GEMV launched behind a short kernel are on their way while that kernel runs.
+template <class TX, class TW, class TO, int N, int B, int MinBlocks = 1>
+__global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvArgs a) {
+  const int lane = threadIdx.x & 31;
+  const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
+  GemvRow<TW, B> row(a, j);
+  if (j < a.m) row.load_batch(lane);
+  pdl_wait_then_release();
+  if (j >= a.m) return;
+  gemv_finish_row<TX, TW, TO, N>(a, j, lane, static_cast<const TX*>(a.x), a.ldx, row);
+}
+
+// Launches Family::kernel<B, MinBlocks> over the m weight rows: a whole 4096-wide bf16 row in flight per lane where
+// the registers allow it, else 2048 elements at a time; a matrix of up to Family::kOneWaveBlocks blocks per SM
+// (Qwen3-30B's qkv: 5120 rows) in one wave, at the registers that leaves, so that every row's first loads go out
+// before the kernel before ends (larger ones, lm_head, keep their registers).
+template <class Family, class TW, int N, class... Extra>
+cudaError_t launch_gemv_family(const GemvArgs& a, size_t smem, const CudaStream& cs, const Extra&... extra) {
+  const auto go = [&](auto kernel) {
+    return launch_pdl(cs.pdl(), kernel, dim3(grid_for(a.m, kGemvWarps)), dim3(kGemvWarps * 32), smem, cs.get(), a,
+                      extra...);
+  };
+  constexpr bool kNarrow = sizeof(TW) == 2 && N <= 2;  // few registers per chunk and row
+  constexpr int kOneWaveBlocks = Family::kOneWaveBlocks;
+  if constexpr (kNarrow)
+    if (a.k > 2048) return go(Family::template kernel<16, 1>);
+  if constexpr (kNarrow && N == 1)
+    if (a.m <= int64_t{kOneWaveBlocks} * kGemvWarps * cs.n_sm()) return go(Family::template kernel<8, kOneWaveBlocks>);
+  return go(Family::template kernel < kNarrow ? 8 : 4, 1 >);
+}
+
+}  // namespace ft::cuda
