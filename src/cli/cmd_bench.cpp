@@ -231,7 +231,7 @@ Status bench_decode(const Args& a) {
   FT_ASSIGN_OR_RETURN(ExpertLayerStats after, expert_totals());  // replaced by the graph steps' when they run
 
   // One graph for this batch size, captured once and replayed every step after staging its metadata.
-  double graph_s = 0;
+  double graph_s = 0, stage_s = 0, launch_s = 0;  // the graph steps: all, forming and staging them, launching them
   std::string bitwise = "n/a";
   FT_ASSIGN_OR_RETURN(ForwardBatch first, dec.next_step());
   FT_RETURN_IF_ERROR(model->stage(first, kv));
@@ -264,13 +264,16 @@ Status bench_decode(const Args& a) {
       const auto step_t0 = Clock::now();
       FT_ASSIGN_OR_RETURN(ForwardBatch b, dec.next_step());
       FT_RETURN_IF_ERROR(model->stage(b, kv));
+      stage_s += seconds_since(step_t0);
       const bool recapture = model->graph_epoch() != epoch;
       if (recapture) {  // hybrid switched paths: capture the step again
         epoch = model->graph_epoch();
         graph = be.capture([&] { return model->run_staged(kv, logits); });
         FT_RETURN_IF_ERROR(graph.status());
       }
+      const auto launch_t0 = Clock::now();
       FT_RETURN_IF_ERROR((*graph)->launch());
+      launch_s += seconds_since(launch_t0);
       FT_RETURN_IF_ERROR(be.stream().synchronize());
       dec.advance();
       if (tuner && !recapture && tuner->observe(1e3 * seconds_since(step_t0))) {  // a capture is no step time
@@ -296,12 +299,15 @@ Status bench_decode(const Args& a) {
               static_cast<long long>(tokens), static_cast<long long>(prompt));
   std::printf("  eager: %.1f tok/s, %.3f ms/step\n", static_cast<double>(batch * tokens) / eager_s,
               1e3 * eager_s / static_cast<double>(tokens));
-  if (graph_s > 0)
+  if (graph_s > 0) {
     std::printf("  graph: %.1f tok/s, %.3f ms/step (replay bitwise equal to eager: %s)\n",
                 static_cast<double>(batch * tokens) / graph_s, 1e3 * graph_s / static_cast<double>(tokens),
                 bitwise.c_str());
-  else
+    std::printf("  graph steps on the host: %.1f us forming and staging each, %.1f us launching it\n",
+                1e6 * stage_s / static_cast<double>(tokens), 1e6 * launch_s / static_cast<double>(tokens));
+  } else {
     std::printf("  graph: not available on %s (%s)\n", be.name(), graph.status().to_string().c_str());
+  }
   std::printf("  weight bytes read per step: %.3f GB (%.3f GB per token); achieved %.0f GB/s = %.1f%% of the copy "
               "bandwidth\n",
               step_bytes / 1e9, step_bytes / 1e9 / static_cast<double>(batch), step_bytes * steps_per_s / 1e9,
