@@ -9,7 +9,6 @@ const char* op_name(Op op) {
     case Op::kMatmul: return "matmul";
     case Op::kRmsNorm: return "rms_norm";
     case Op::kRope: return "rope";
-    case Op::kAddRmsNorm: return "add_rms_norm";
     case Op::kAddRmsNormMatmul: return "add_rms_norm_matmul";
     case Op::kQkNormRopeStore: return "qk_norm_rope_store";
     case Op::kSwiglu: return "swiglu";

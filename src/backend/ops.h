@@ -22,7 +22,6 @@ enum class Op {
   kMatmul,
   kRmsNorm,
   kRope,
-  kAddRmsNorm,
   kAddRmsNormMatmul,
   kQkNormRopeStore,
   kSwiglu,
@@ -130,11 +129,6 @@ struct OpTable {
   Status (*matmul)(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out, Stream& s);
   // Normalises each innermost row.  x [..., d] act; w [d]; out like x (may alias x).
   Status (*rms_norm)(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNormParams& p, Stream& s);
-  // The residual update and the next norm: x += delta, each element rounded to x's dtype (as add rounds it), then
-  // out = rms_norm(x) * w from the rounded x (as rms_norm, p alike): equals add(x, delta, x) then rms_norm(x, w,
-  // out, p). x [..., d] act, updated in place; delta like x, x's dtype; w [d]; out like x (aliases neither).
-  Status (*add_rms_norm)(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out,
-                         const RmsNormParams& p, Stream& s);
   // The residual update, the norm and the projection that reads the normed rows: x_out = x + delta, each element
   // rounded to x's dtype, h = rms_norm(x_out) * w, out = h @ proj^T (+ bias); equals add(x, delta, x_out),
   // rms_norm(x_out, w, h, p), matmul(h, proj, bias, out). With delta undefined (x_out undefined too) h = rms_norm(x)
@@ -245,13 +239,14 @@ struct OpTable {
 #define FT_DECLARE_OP(name) std::remove_pointer_t<decltype(::ft::OpTable::name)> name;
 // Every op of the table; a backend header says `namespace cpu { FT_DECLARE_OPS() }`. A backend defines
 // the ops it runs; its table leaves the others null.
-#define FT_DECLARE_OPS()                                                                                   \
-  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(add_rms_norm)       \
-  FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)                 \
-  FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)                   \
-  FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts)     \
-  FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)         \
-  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul) FT_DECLARE_OP(sample)   \
-  FT_DECLARE_OP(moe_cache_lookup) FT_DECLARE_OP(moe_cache_fill) FT_DECLARE_OP(moe_chunk_ids)
+#define FT_DECLARE_OPS()                                                                               \
+  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm)                               \
+  FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)             \
+  FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)               \
+  FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts) \
+  FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)     \
+  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul)             \
+  FT_DECLARE_OP(sample) FT_DECLARE_OP(moe_cache_lookup) FT_DECLARE_OP(moe_cache_fill)                  \
+  FT_DECLARE_OP(moe_chunk_ids)
 
 }  // namespace ft

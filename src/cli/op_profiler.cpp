@@ -33,11 +33,6 @@ Status rope(const Tensor& x, const Tensor& pos, const Tensor& f, const Tensor& o
   FT_RETURN_IF_ERROR(g_active->before("rope"));
   return inner().rope(x, pos, f, out, p, s);
 }
-Status add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out, const RmsNormParams& p,
-                    Stream& s) {
-  FT_RETURN_IF_ERROR(g_active->before("add_rms_norm " + dims(x)));
-  return inner().add_rms_norm(x, delta, w, out, p, s);
-}
 Status add_rms_norm_matmul(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out, const Tensor& h,
                            const Tensor& proj, const Tensor& bias, const Tensor& out, const RmsNormParams& p,
                            Stream& s) {
@@ -109,7 +104,6 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.matmul = matmul;
   t.rms_norm = rms_norm;
   t.rope = rope;
-  t.add_rms_norm = add_rms_norm;
   t.add_rms_norm_matmul = add_rms_norm_matmul;
   t.qk_norm_rope_store = qk_norm_rope_store;
   t.swiglu = swiglu;

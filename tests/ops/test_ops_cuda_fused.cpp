@@ -1,9 +1,8 @@
-// cuda fused ops (add_rms_norm, add_rms_norm_matmul, qk_norm_rope_store) against the ref ops, with f32 and bf16
-// activations; skipped without a GPU. add_rms_norm and qk_norm_rope_store also against the cuda ops they fuse: bit for
-// bit the same (0), the same sums in the same order, the same roundings. Against ref (float64 math, the same roundings
-// to the activation dtype between the fused steps): f32 row ops 1e-12, bf16 outputs kBf16Tol (3e-5); the updated x of
-// add_rms_norm is one add, exact in f32 (0), in bf16 an fp32 sum rounded again to bf16 (kBf16Tol); values go to the
-// cache unchanged (0), keys as the rows they are copied from (a bf16 cache: kBf16Tol).
+// cuda fused ops (add_rms_norm_matmul, qk_norm_rope_store) against the ref ops, with f32 and bf16 activations;
+// skipped without a GPU. qk_norm_rope_store also against the cuda ops it fuses: bit for bit the same (0), the same
+// sums in the same order, the same roundings. Against ref (float64 math, the same roundings to the activation dtype
+// between the fused steps): f32 row ops 1e-12, bf16 outputs kBf16Tol (3e-5); values go to the cache unchanged (0),
+// keys as the rows they are copied from (a bf16 cache: kBf16Tol).
 #include <string>
 
 #include "norm_rope_cases.h"
@@ -29,40 +28,12 @@ QkTensors device_copies(const CudaEnv& env, const QkProblem& p) {
 }
 double tol_for(DType out, double f32_tol) { return out == DType::kBF16 ? kBf16Tol : f32_tol; }
 
-TEST(OpsCuda, AddRmsNorm) {
-  CudaEnv env;
-  FT_REQUIRE_GPU(env);
-  for (DType ad : {DType::kF32, DType::kBF16})
-    for (DType wd : {DType::kF32, DType::kBF16})
-      for (int64_t d : {17, 128, 2048, 2049, 9000})  // 9000: longer than the registers hold (1024 threads * 8)
-        for (bool zc : {false, true})
-          for (int64_t n : {1, 3, 33}) {
-            Tensor x = make_tensor(ad, {n, d}), delta = make_tensor(ad, {n, d}), w = make_tensor(wd, {d});
-            fill_normal(x, 100 + d, 3.0), fill_normal(delta, 101 + n), fill_normal(w, 102, zc ? 0.1 : 1.0);
-            const RmsNormParams p{1e-6f, zc};
-            Tensor want_x = copy_of(x), want = make_tensor(DType::kF64, {n, d});
-            ASSERT_TRUE(env.ref.add_rms_norm(want_x, delta, w, want, p, env.ref_stream).ok());
-            const std::string what = std::string("add_rms_norm x ") + dt(ad) + " w " + dt(wd) +
-                                     " d=" + std::to_string(d) + " n=" + std::to_string(n) +
-                                     (zc ? " zero-centred" : "");
-            const Tensor x_dev = env.up(x), delta_dev = env.up(delta), w_dev = env.up(w), got = env.empty(ad, {n, d});
-            ASSERT_TRUE(env.ops().add_rms_norm(x_dev, delta_dev, w_dev, got, p, env.stream()).ok());
-            const Tensor got_x = env.down(x_dev), got_out = env.down(got);
-            expect_close(got_x, want_x, tol_for(ad, 0), what + " x");
-            expect_close(got_out, want, tol_for(ad, 1e-12), what);
-            const Tensor ux = env.up(x), uout = env.empty(ad, {n, d});
-            ASSERT_TRUE(env.ops().add(ux, delta_dev, ux, env.stream()).ok());
-            ASSERT_TRUE(env.ops().rms_norm(ux, w_dev, uout, p, env.stream()).ok());
-            expect_close(got_x, env.down(ux), 0, what + " x vs add");
-            expect_close(got_out, env.down(uout), 0, what + " vs add + rms_norm");
-          }
-}
-
 // add_rms_norm_matmul against ref with h and x_out in the activation dtype (so ref's matmul reads the rows rounded as
-// the op's): x_out as add_rms_norm's x, h as its out, out as matmul's (f32 1e-9; bf16 out or h: kBf16Tol). Batches of
-// 1..4 rows with bf16 weights take the fused GEMV (a block per 8 weight rows, each forming the normed rows; 130 rows: a
-// last block with idle warps; 5000: many blocks reading x while block 0 writes x_out and h), the rest add, rms_norm and
-// matmul (5 and 33 rows, f32 weights, a bias, d = 20, f32 rows of 4096 past the shared memory at 3 and 4 rows).
+// the op's): x_out one add, exact in f32 (0), in bf16 an fp32 sum rounded again (kBf16Tol); h a row op's; out as
+// matmul's (f32 1e-9; bf16 out or h: kBf16Tol). Batches of 1..4 rows with bf16 weights take the fused GEMV (a block per
+// 8 weight rows, each forming the normed rows; 130 rows: a last block with idle warps; 5000: many blocks reading x
+// while block 0 writes x_out and h), the rest add, rms_norm and matmul (5 and 33 rows, f32 weights, a bias, d = 20,
+// f32 rows of 4096 past the shared memory at 3 and 4 rows).
 TEST(OpsCuda, AddRmsNormMatmul) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);

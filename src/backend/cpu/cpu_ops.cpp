@@ -21,7 +21,6 @@ const OpTable& cpu_op_table() {
       &cpu::embedding,
       &cpu::matmul,
       &cpu::rms_norm,
-      &cpu::add_rms_norm,
       &cpu::add_rms_norm_matmul,
       &cpu::rope,
       &cpu::qk_norm_rope_store,

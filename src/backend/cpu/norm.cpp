@@ -1,5 +1,5 @@
-// rms_norm: out = x / sqrt(mean(x^2) + eps) * w (or * (1 + w), formed in fp32), one row per task; add_rms_norm:
-// x += delta first, on the same rows; add_rms_norm_matmul: add, rms_norm and matmul in turn.
+// rms_norm: out = x / sqrt(mean(x^2) + eps) * w (or * (1 + w), formed in fp32), one row per task;
+// add_rms_norm_matmul: add, rms_norm and matmul in turn.
 #include "backend/cpu/norm.h"
 
 #include "backend/cpu/common.h"
@@ -22,28 +22,6 @@ Status rms_norm(const Tensor& x,    // [..., d] f32
   const CpuKernels& kn = kernels();
   parallel_for(s, x.n_rows(), kRowGrain, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) rms_norm_row(kn, row_ptr<const float>(x, r), w, p, row_ptr<float>(out, r), d);
-  });
-  return ok_status();
-}
-
-Status add_rms_norm(const Tensor& x,      // [..., d] f32, updated in place
-                    const Tensor& delta,  // like x, f32
-                    const Tensor& w,      // [d] f32/bf16
-                    const Tensor& out,    // like x, f32 (aliases neither x nor delta)
-                    const RmsNormParams& p, Stream& s) {
-  if (x.dtype != DType::kF32 || delta.dtype != DType::kF32) return dtype_error("add_rms_norm", "x/delta", x);
-  if (out.dtype != DType::kF32) return dtype_error("add_rms_norm", "out", out);
-  if (!is_f32_or_bf16(w.dtype)) return dtype_error("add_rms_norm", "w", w);
-  const int64_t d = x.dim(-1);
-  if (w.ndim != 1 || w.dim(0) != d || !same_shape(x, delta) || !same_shape(x, out))
-    return shape_error("add_rms_norm", "shapes do not match");
-  const CpuKernels& kn = kernels();
-  parallel_for(s, x.n_rows(), kRowGrain, [&](int, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      float* xr = row_ptr<float>(x, r);
-      kn.add(xr, row_ptr<const float>(delta, r), xr, d);
-      rms_norm_row(kn, xr, w, p, row_ptr<float>(out, r), d);
-    }
   });
   return ok_status();
 }

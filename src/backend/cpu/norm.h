@@ -1,5 +1,4 @@
-// The row of rms_norm, shared by the ops that end in one (rms_norm, add_rms_norm, qk_norm_rope_store), so all of them
-// round alike.
+// The row of rms_norm, shared by the ops that end in one (rms_norm, qk_norm_rope_store), so that both round alike.
 #pragma once
 
 #include <cmath>

@@ -10,7 +10,6 @@ bool supports(Op op, DType act, DType weight) {
     case Op::kMatmul:
     case Op::kRmsNorm:
     case Op::kRope:
-    case Op::kAddRmsNorm:
     case Op::kAddRmsNormMatmul:
     case Op::kQkNormRopeStore:
     case Op::kSwiglu:
@@ -47,7 +46,6 @@ const OpTable& cuda_op_table() {
       .embedding = &cuda::embedding,
       .matmul = &cuda::matmul,
       .rms_norm = &cuda::rms_norm,
-      .add_rms_norm = &cuda::add_rms_norm,
       .add_rms_norm_matmul = &cuda::add_rms_norm_matmul,
       .rope = &cuda::rope,
       .qk_norm_rope_store = &cuda::qk_norm_rope_store,

@@ -1,6 +1,5 @@
-// Row reductions: rms_norm (x * w or zero-centred x * (1 + w), 1 + w formed in fp32), add_rms_norm (the residual
-// update, then rms_norm) and softmax; one block per row, fp32 sums. The norms launch as programmatic
-// dependents (pdl.cuh).
+// Row reductions: rms_norm (x * w or zero-centred x * (1 + w), 1 + w formed in fp32) and softmax; one block per
+// row, fp32 sums. rms_norm launches as a programmatic dependent (pdl.cuh).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/norm.cuh"
@@ -17,20 +16,6 @@ __global__ void __launch_bounds__(kNormMaxBlock)
   const TX* xr = x + xm.offset(blockIdx.x);
   rms_norm_row([&](int64_t j) { return to_f32(xr[j]); }, xr, w, out + om.offset(blockIdx.x), d, eps,
                zero_centered ? 1.0f : 0.0f, red);
-}
-
-// x += delta (rounded to TX as add rounds it), then the norm of the rounded row, as rms_norm_kernel.
-template <class TX, class TW, class TO>
-__global__ void __launch_bounds__(kNormMaxBlock)
-    add_rms_norm_kernel(TX* x, RowMap xm, const TX* delta, RowMap dm, const TW* w, TO* out, RowMap om, int64_t d,
-                        float eps, bool zero_centered) {
-  __shared__ float red[32];
-  pdl_wait_then_release();
-  TX* xr = x + xm.offset(blockIdx.x);
-  const TX* dr = delta + dm.offset(blockIdx.x);
-  const auto load = [&](int64_t j) { return to_f32(from_f32<TX>(to_f32(xr[j]) + to_f32(dr[j]))); };
-  const auto commit = [&](int64_t j, float sum) { xr[j] = from_f32<TX>(sum); };
-  rms_norm_row(load, commit, xr, w, out + om.offset(blockIdx.x), d, eps, zero_centered ? 1.0f : 0.0f, red);
 }
 
 template <class TX, class TO>
@@ -73,33 +58,6 @@ Status rms_norm(const Tensor& x,    // [..., d] f32/bf16
                      out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
   });
   return cuda_status(err, "rms_norm");
-}
-
-Status add_rms_norm(const Tensor& x,      // [..., d] f32/bf16, updated in place
-                    const Tensor& delta,  // like x, x's dtype
-                    const Tensor& w,      // [d] f32/bf16
-                    const Tensor& out,    // like x, f32/bf16 (aliases neither x nor delta)
-                    const RmsNormParams& p, Stream& s) {
-  FT_RETURN_IF_ERROR(device_check("add_rms_norm", {&x, &delta, &w, &out}));
-  if (!is_fb(x.dtype) || delta.dtype != x.dtype || !is_fb(w.dtype) || !is_fb(out.dtype))
-    return dtype_error("add_rms_norm", "x/delta/w/out", x);
-  if (x.ndim < 1 || x.ndim > 4 || !same_shape(x, delta) || !same_shape(x, out) || w.numel() != x.dim(-1))
-    return shape_error("add_rms_norm", "x " + x.shape_string() + ", delta " + delta.shape_string() + ", w " +
-                                           w.shape_string() + ", out " + out.shape_string());
-  const int64_t rows = x.numel() / std::max<int64_t>(1, x.dim(-1)), d = x.dim(-1);
-  if (rows == 0 || d == 0) return ok_status();
-  if (rows > INT32_MAX) return shape_error("add_rms_norm", "too many rows");
-  const CudaStream& cs = cuda_stream(s);
-  cudaError_t err = cudaSuccess;
-  with_types({x.dtype, w.dtype, out.dtype}, [&](auto tx, auto tw, auto to) {
-    using TX = decltype(tx);
-    using TW = decltype(tw);
-    using TO = decltype(to);
-    err = launch_pdl(cs.pdl(), add_rms_norm_kernel<TX, TW, TO>, dim3(static_cast<unsigned>(rows)),
-                     dim3(norm_row_block(d)), 0, cs.get(), x.ptr<TX>(), row_map(x), delta.ptr<const TX>(),
-                     row_map(delta), w.ptr<const TW>(), out.ptr<TO>(), row_map(out), d, p.eps, p.zero_centered);
-  });
-  return cuda_status(err, "add_rms_norm");
 }
 
 Status softmax(const Tensor& x,    // [n, m] f32/bf16

@@ -50,12 +50,6 @@ Status rms_norm(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNo
   return ok_status();
 }
 
-Status add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& out, const RmsNormParams& p,
-                    Stream& s) {
-  FT_RETURN_IF_ERROR(add(x, delta, x, s));  // x rounded to its dtype before the norm reads it
-  return rms_norm(x, w, out, p, s);
-}
-
 Status add_rms_norm_matmul(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out, const Tensor& h,
                            const Tensor& proj, const Tensor& bias, const Tensor& out, const RmsNormParams& p,
                            Stream& s) {

@@ -13,7 +13,6 @@ const OpTable& ref_op_table() {
       .embedding = ref::embedding,
       .matmul = ref::matmul,
       .rms_norm = ref::rms_norm,
-      .add_rms_norm = ref::add_rms_norm,
       .add_rms_norm_matmul = ref::add_rms_norm_matmul,
       .rope = ref::rope,
       .qk_norm_rope_store = ref::qk_norm_rope_store,
