@@ -26,12 +26,18 @@ struct NormArgs {
   float eps, offset;
 };
 
+// Elements 8 c .. 8 c + 7 of the norm weight.
+__device__ __forceinline__ void norm_weight_chunk(const NormArgs& na, int c, float (&wv)[8]) {
+  if (na.w_bf16) load8(static_cast<const bf16*>(na.w) + c * 8, wv);
+  else load8(static_cast<const float*>(na.w) + c * 8, wv);
+}
+
 // The N normed rows of d = a.k elements into hs [N, d] (shared memory), as add then rms_norm form them: v = x +
 // delta rounded to TX, then h = v / sqrt(mean(v^2) + eps) * (w + offset) rounded to TX; fp32 sums, one pass over
 // the 8-element chunks of each row (a thread keeps its chunks' v in hs until the sums are in). Every block forms
-// the same values; block 0 stores x_out and h.
+// the same values; block 0 stores x_out and h. w_first: w's chunk threadIdx.x (norm_weight_chunk), when there is one.
 template <class TX, int N>
-__device__ __forceinline__ void norm_rows_to_shared(const NormArgs& na, int64_t d, TX* hs) {
+__device__ __forceinline__ void norm_rows_to_shared(const NormArgs& na, int64_t d, TX* hs, const float (&w_first)[8]) {
   __shared__ float red[N * kGemvWarps];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int n_chunks = static_cast<int>(d / 8);
@@ -68,10 +74,12 @@ __device__ __forceinline__ void norm_rows_to_shared(const NormArgs& na, int64_t 
     for (int c = threadIdx.x; c < n_chunks; c += blockDim.x) {
       float v[8], wv[8];
       load8(hs + r * d + c * 8, v);
-      if (na.w_bf16)
-        load8(static_cast<const bf16*>(na.w) + c * 8, wv);
-      else
-        load8(static_cast<const float*>(na.w) + c * 8, wv);
+      if (c == static_cast<int>(threadIdx.x)) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) wv[i] = w_first[i];
+      } else {
+        norm_weight_chunk(na, c, wv);
+      }
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = v[i] * inv * (wv[i] + na.offset);
       store8(hs + r * d + c * 8, v);
@@ -81,8 +89,9 @@ __device__ __forceinline__ void norm_rows_to_shared(const NormArgs& na, int64_t 
   __syncthreads();
 }
 
-// gemv_kernel over the normed rows: the weight rows' first chunks are loaded, then the kernel before is waited for,
-// then the block forms the normed rows (norm_rows_to_shared) and its warps run their rows over them.
+// gemv_kernel over the normed rows: the weight rows' first chunks and a chunk of the norm weight are loaded, then the
+// kernel before is waited for, then the block forms the normed rows (norm_rows_to_shared) and its warps run their
+// rows over them.
 template <class TX, class TO, int N, int B, int MinBlocks>
 __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) norm_gemv_kernel(GemvArgs a, NormArgs na) {
   extern __shared__ uint4 normed_raw[];  // [N, d] TX, 16-byte aligned
@@ -91,8 +100,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) norm_gemv_kernel(G
   const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
   GemvRow<bf16, B> row(a, j);
   if (j < a.m) row.load_batch(lane);
+  float w_first[8] = {};
+  if (threadIdx.x < a.k / 8) norm_weight_chunk(na, static_cast<int>(threadIdx.x), w_first);
   pdl_wait_then_release();
-  norm_rows_to_shared<TX, N>(na, a.k, hs);
+  norm_rows_to_shared<TX, N>(na, a.k, hs, w_first);
   if (j >= a.m) return;
   gemv_finish_row<TX, bf16, TO, N>(a, j, lane, hs, a.k, row);
 }

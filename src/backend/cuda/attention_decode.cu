@@ -31,7 +31,8 @@ __global__ void __launch_bounds__(kThreads)
   using S = Smem<D>;
   constexpr int kLd = S::kLd, kChunks = D / 8;  // 16-byte chunks per row
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  pdl_wait_then_release();
+  // Everything up to the wait reads only the step's metadata (host copies before the step's first kernel): the
+  // row's keys, its ranges and the first tile's cache rows are found while the kernel before runs.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int n_kv = static_cast<int>(a.n_kv), group = static_cast<int>(a.group), split = static_cast<int>(blockIdx.y);
   const int row = static_cast<int>(blockIdx.x) / n_kv, kvh = static_cast<int>(blockIdx.x) % n_kv;
@@ -47,27 +48,18 @@ __global__ void __launch_bounds__(kThreads)
   const int n_keys = pos - lo + 1;
   const int per = max(kMinSplitKeys, ((n_keys + n_split - 1) / n_split + kKeys - 1) / kKeys * kKeys);  // per split
   const int n_used = max(1, (n_keys + per - 1) / per);  // splits this row fills (one for an empty row: zeros)
-  if (split >= n_used) return;
-  if (n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
   const int k0 = lo + split * per, k1 = min(pos + 1, k0 + per);
   const int32_t* pages = a.page_table + int64_t{seq} * a.pt_stride;
   const bf16 *k_cache = static_cast<const bf16*>(a.k_cache), *v_cache = static_cast<const bf16*>(a.v_cache);
   bf16* const kv = reinterpret_cast<bf16*>(smem_raw) + warp * 4 * S::kTile;  // this warp's [2][K, V] tiles
   bf16* const qs = reinterpret_cast<bf16*>(smem_raw + size_t{kWarps} * S::kWarpBytes);
-
-  // The group's query heads as rows (rows past the group zero).
-  const bf16* q = static_cast<const bf16*>(a.q) + int64_t{row} * a.q_tok + int64_t{kvh} * group * a.q_head;
-  for (int c = threadIdx.x; c < 16 * kChunks; c += kThreads) {
-    const int r = c / kChunks, col = c % kChunks * 8;
-    cp_async16(qs + r * kLd + col, q + min(r, group - 1) * a.q_head + col, r < group ? 16 : 0);
-  }
-  cp_async_commit();
   // Keys [k, k + 16) of K and V into the warp's stage (keys at or past k1 read as zeros): lane i finds key i % 16
-  // through the page table and hands its offset around.
-  auto load_kv = [&](int k, int stage) {
+  // through the page table (key_offset) and hands its offset around.
+  auto key_offset = [&](int k) -> int64_t {
     const int key = k + lane % kKeys;
-    int64_t off = -1;
-    if (key < k1) off = ((int64_t{pages[key / page_size]} * page_size + key % page_size) * a.n_kv + kvh) * D;
+    return key < k1 ? ((int64_t{pages[key / page_size]} * page_size + key % page_size) * a.n_kv + kvh) * D : -1;
+  };
+  auto load_kv = [&](int64_t off, int stage) {
     bf16* ks = kv + 2 * stage * S::kTile;
 #pragma unroll
     for (int i = 0; i < kKeys * kChunks / 32; ++i) {
@@ -79,7 +71,19 @@ __global__ void __launch_bounds__(kThreads)
     }
   };
   const int first = k0 + kKeys * warp, step = kKeys * kWarps;  // the warp's tiles
-  if (first < k1) load_kv(first, 0);
+  const int64_t first_off = first < k1 ? key_offset(first) : -1;
+  pdl_wait_then_release();
+  if (split >= n_used) return;
+  if (n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
+
+  // The group's query heads as rows (rows past the group zero).
+  const bf16* q = static_cast<const bf16*>(a.q) + int64_t{row} * a.q_tok + int64_t{kvh} * group * a.q_head;
+  for (int c = threadIdx.x; c < 16 * kChunks; c += kThreads) {
+    const int r = c / kChunks, col = c % kChunks * 8;
+    cp_async16(qs + r * kLd + col, q + min(r, group - 1) * a.q_head + col, r < group ? 16 : 0);
+  }
+  cp_async_commit();
+  if (first < k1) load_kv(first_off, 0);
   cp_async_commit();
   cp_async_wait<1>();  // Q is in (the first tile may still be in flight)
   __syncthreads();
@@ -91,7 +95,7 @@ __global__ void __launch_bounds__(kThreads)
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {};  // rows g and g + 8: running max (log2 units), this lane's sum
   const float scale_log2 = a.scale * kLog2e;
   for (int k = first, stage = 0; k < k1; k += step, stage ^= 1) {
-    if (k + step < k1) load_kv(k + step, stage ^ 1);
+    if (k + step < k1) load_kv(key_offset(k + step), stage ^ 1);
     cp_async_commit();
     cp_async_wait<1>();
     __syncwarp();

@@ -12,6 +12,7 @@ namespace ft::cuda {
 namespace {
 
 constexpr int64_t kMaxHeadDim = 8192;  // the staged row in shared memory: at most 32 KB
+constexpr int kEarlyPairs = 2;         // rotation pairs per thread whose cos and sin are formed before the wait
 
 // The heads of one of q, k, v: head h of token t at p + t * tok + h * head.
 template <class T>
@@ -31,9 +32,18 @@ __global__ void __launch_bounds__(kNormMaxBlock)
   __shared__ float red[32];
   extern __shared__ __align__(16) unsigned char staged_raw[];
   T* staged = reinterpret_cast<T*>(staged_raw);  // [hd]: the normalised row, rounded to T
-  pdl_wait_then_release();
+  // The step's positions and slots come from the host, before the step's first kernel: read before the wait, and
+  // the first rotations' cos and sin formed while the kernel before runs.
   const int64_t t = blockIdx.x, h = blockIdx.y, slot = slots[t];
-  const bool store = slot >= 0 && slot < n_slots;
+  const bool store = slot >= 0 && slot < n_slots, rotates = h < q.n + k.n;
+  const float pos = static_cast<float>(positions[t]);
+  float early_c[kEarlyPairs] = {}, early_s[kEarlyPairs] = {};
+#pragma unroll
+  for (int e = 0; e < kEarlyPairs; ++e) {
+    const int64_t i = threadIdx.x + int64_t{e} * blockDim.x;
+    if (rotates && i < half) rope_cos_sin(pos, inv_freq[i], factor, early_c[e], early_s[e]);
+  }
+  pdl_wait_then_release();
   if (h >= q.n + k.n) {  // a value head
     if (!store) return;
     const T* src = v.at(t, h - q.n - k.n);
@@ -47,12 +57,18 @@ __global__ void __launch_bounds__(kNormMaxBlock)
   rms_norm_row([&](int64_t j) { return to_f32(x[j]); }, x, is_q ? q_w : k_w, staged, hd, eps,
                zero_centered ? 1.0f : 0.0f, red);
   __syncthreads();  // every read of x is done, and the staged row is whole
-  const float pos = static_cast<float>(positions[t]);
   const int64_t step = interleaved ? 2 : 1, other = interleaved ? 1 : half;
-  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+  for (int64_t i = threadIdx.x, e = 0; i < half; i += blockDim.x, ++e) {
     const int64_t a = i * step, b = a + other;
-    float y0, y1;
-    rope_pair(pos, inv_freq[i], factor, to_f32(staged[a]), to_f32(staged[b]), y0, y1);
+    float c, sn, y0, y1;
+    if (e < kEarlyPairs) {
+#pragma unroll
+      for (int u = 0; u < kEarlyPairs; ++u)  // constant indices: the early pairs stay in registers
+        if (u == e) c = early_c[u], sn = early_s[u];
+    } else {
+      rope_cos_sin(pos, inv_freq[i], factor, c, sn);
+    }
+    rope_rotate(c, sn, to_f32(staged[a]), to_f32(staged[b]), y0, y1);
     const T ra = from_f32<T>(y0), rb = from_f32<T>(y1);
     x[a] = ra;
     x[b] = rb;
