@@ -3,9 +3,11 @@
 // shows the real step. Use:
 //   CUDA_INJECTION64_PATH=build/bench/libft_kernel_trace.so FT_TRACE_LAST=N ft bench decode ...
 // At exit it prints, over the last N kernels (default: all), per kernel name and grid: launches, total and mean
-// duration, and the mean gap from the end of the kernel before to the kernel's start (negative: the kernels
+// duration, the mean gap from the end of the kernel before to the kernel's start (negative: the kernels
 // overlapped, as programmatic dependent launches do; CUPTI's own cost shows there too, so time such steps with
-// the tracer off). FT_TRACE_OUT=FILE also writes every record: start and end (ns), grid x y, block x, name.
+// the tracer off), and the mean time the kernel added to the span: its end minus the latest end before it (in start
+// order; these sum to the span), which with overlapping kernels says more than the duration, which counts the wait
+// for the kernel before. FT_TRACE_OUT=FILE also writes every record: start and end (ns), grid x y, block x, name.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -71,7 +73,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 struct Summary {
   int64_t launches = 0;
-  double total_ns = 0, gap_ns = 0;
+  double total_ns = 0, gap_ns = 0, added_ns = 0;
 };
 
 void report() {
@@ -91,6 +93,7 @@ void report() {
   const size_t first = g_records.size() - std::min(last, g_records.size());
   std::map<std::string, Summary> by_kernel;
   double busy_ns = 0;
+  uint64_t latest_end = first < g_records.size() ? g_records[first].start : 0;
   for (size_t i = first; i < g_records.size(); ++i) {
     const Record& r = g_records[i];
     Summary& s = by_kernel[r.name + " <<<" + std::to_string(r.grid_x) + "," + std::to_string(r.grid_y) + ">>>"];
@@ -98,20 +101,23 @@ void report() {
     s.total_ns += static_cast<double>(r.end - r.start);
     busy_ns += static_cast<double>(r.end - r.start);
     if (i > first) s.gap_ns += static_cast<double>(r.start) - static_cast<double>(g_records[i - 1].end);
+    s.added_ns += static_cast<double>(r.end) - static_cast<double>(latest_end);
+    latest_end = std::max(latest_end, r.end);
   }
   std::vector<std::pair<std::string, Summary>> rows(by_kernel.begin(), by_kernel.end());
   std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.second.total_ns > b.second.total_ns; });
-  const double span_ns = g_records.size() > first
-                             ? static_cast<double>(g_records.back().end) - static_cast<double>(g_records[first].start)
-                             : 0.0;
+            [](const auto& a, const auto& b) { return a.second.added_ns > b.second.added_ns; });
+  const double span_ns =
+      g_records.size() > first ? static_cast<double>(latest_end) - static_cast<double>(g_records[first].start) : 0.0;
   std::fprintf(stderr, "kernel trace: %zu kernels, %.1f us from the first start to the last end, %.1f us in kernels\n",
                g_records.size() - first, span_ns / 1e3, busy_ns / 1e3);
-  std::fprintf(stderr, "  %8s %10s %9s %9s  %s\n", "launches", "total us", "mean us", "gap us", "kernel <<<grid>>>");
-  for (const auto& [name, s] : rows)
-    std::fprintf(stderr, "  %8lld %10.1f %9.2f %9.2f  %s\n", static_cast<long long>(s.launches), s.total_ns / 1e3,
-                 s.total_ns / 1e3 / static_cast<double>(s.launches), s.gap_ns / 1e3 / static_cast<double>(s.launches),
-                 name.c_str());
+  std::fprintf(stderr, "  %8s %10s %9s %9s %9s  %s\n", "launches", "total us", "mean us", "gap us", "added us",
+               "kernel <<<grid>>>");
+  for (const auto& [name, s] : rows) {
+    const double n = static_cast<double>(s.launches);
+    std::fprintf(stderr, "  %8lld %10.1f %9.2f %9.2f %9.2f  %s\n", static_cast<long long>(s.launches),
+                 s.total_ns / 1e3, s.total_ns / 1e3 / n, s.gap_ns / 1e3 / n, s.added_ns / 1e3 / n, name.c_str());
+  }
 }
 
 }  // namespace
