@@ -101,7 +101,7 @@ void report() {
     s.total_ns += static_cast<double>(r.end - r.start);
     busy_ns += static_cast<double>(r.end - r.start);
     if (i > first) s.gap_ns += static_cast<double>(r.start) - static_cast<double>(g_records[i - 1].end);
-    s.added_ns += static_cast<double>(r.end) - static_cast<double>(latest_end);
+    s.added_ns += static_cast<double>(r.end - std::min(r.end, latest_end));  // 0 when it ends inside another
     latest_end = std::max(latest_end, r.end);
   }
   std::vector<std::pair<std::string, Summary>> rows(by_kernel.begin(), by_kernel.end());

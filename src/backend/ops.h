@@ -131,9 +131,9 @@ struct OpTable {
   Status (*rms_norm)(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNormParams& p, Stream& s);
   // The residual update, the norm and the projection that reads the normed rows: x_out = x + delta, each element
   // rounded to x's dtype, h = rms_norm(x_out) * w, out = h @ proj^T (+ bias); equals add(x, delta, x_out),
-  // rms_norm(x_out, w, h, p), matmul(h, proj, bias, out). With delta undefined (x_out undefined too) h = rms_norm(x)
-  // * w. x [n, d] act; delta, x_out, h like x (x_out and h alias neither x nor delta); w [d]; proj [m, d]; bias [m]
-  // or undefined; out [n, m] act or f32.
+  // rms_norm(x_out, w, h, p), matmul(h, proj, bias, out) up to the order of the sums. With delta undefined (x_out
+  // undefined too) h = rms_norm(x) * w. x [n, d] act; delta, x_out, h like x; w [d]; proj [m, d]; bias [m] or
+  // undefined; out [n, m] act or f32. x_out, h and out overlap neither each other nor x or delta.
   Status (*add_rms_norm_matmul)(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out,
                                 const Tensor& h, const Tensor& proj, const Tensor& bias, const Tensor& out,
                                 const RmsNormParams& p, Stream& s);

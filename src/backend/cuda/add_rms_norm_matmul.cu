@@ -3,6 +3,8 @@
 // once the kernel before has ended (block 0 also stores the updated residual and the normed rows), so that no
 // norm kernel sits between the layer's last GEMV and its next one; the weights' first chunks are on their way
 // before that. Everything else runs add, rms_norm and matmul in turn.
+#include <string>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemv.cuh"
@@ -115,6 +117,19 @@ struct NormGemv {
   static constexpr auto kernel = norm_gemv_kernel<TX, TO, N, B, MinBlocks>;
 };
 
+// True when the bytes of two 2-d row views (either may be undefined) overlap.
+bool overlap(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.numel() == 0 || b.numel() == 0) return false;
+  const auto span = [](const Tensor& t) {
+    const auto* p = static_cast<const char*>(t.data());
+    const int64_t elems = (t.dim(0) - 1) * t.stride[0] + t.dim(1);
+    return std::pair{p, p + elems * static_cast<int64_t>(dtype_bytes(t.dtype, 1))};
+  };
+  const auto [a0, a1] = span(a);
+  const auto [b0, b1] = span(b);
+  return a0 < b1 && b0 < a1;
+}
+
 bool rows_aligned16(const Tensor& t) {
   return !t.defined() ||
          (aligned16(t.data()) && (t.stride[0] * static_cast<int64_t>(dtype_bytes(t.dtype, 1))) % 16 == 0);
@@ -137,28 +152,29 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32/bf16
     return dtype_error(op, "x/delta/x_out/h", x);
   if (!is_fb(w.dtype) || !is_fb(proj.dtype) || !is_fb(out.dtype)) return dtype_error(op, "w/proj/out", proj);
   if (x.ndim != 2 || !same_shape(x, h) || delta.defined() != x_out.defined() ||
-      (delta.defined() && (!same_shape(x, delta) || !same_shape(x, x_out))) || w.numel() != x.dim(1))
+      (delta.defined() && (!same_shape(x, delta) || !same_shape(x, x_out))) || w.ndim != 1 || w.dim(0) != x.dim(1))
     return shape_error(op, "x " + x.shape_string() + ", delta, x_out and h alike, w " + w.shape_string());
   const int64_t n = x.dim(0), d = x.dim(1);
   if (proj.ndim != 2 || proj.dim(1) != d || out.ndim != 2 || out.dim(0) != n || out.dim(1) != proj.dim(0) ||
       (bias.defined() && bias.numel() != proj.dim(0)))
     return shape_error(op,
                        "proj " + proj.shape_string() + ", out " + out.shape_string() + " for x " + x.shape_string());
-  const void* read[] = {x.data(), delta.defined() ? delta.data() : nullptr};
-  for (const void* r : read)
-    if (r && ((x_out.defined() && x_out.data() == r) || h.data() == r))
-      return shape_error(op, "x_out or h aliases x or delta");
+  // Every block reads x and delta while block 0 writes x_out and h and every block writes out.
+  for (const Tensor* written : {&x_out, &h, &out})
+    for (const Tensor* other : {&x, &delta, &x_out, &h, &out})
+      if (other != written && overlap(*written, *other))
+        return shape_error(op, "x_out, h and out must overlap neither each other nor x or delta");
   const size_t normed_bytes = static_cast<size_t>(n * d) * dtype_bytes(x.dtype, 1);
-  const bool fused = n >= 1 && n <= kGemvMaxRows && proj.dtype == DType::kBF16 && !bias.defined() && d % 8 == 0 &&
-                     normed_bytes <= kMaxNormedBytes && aligned16(w.data()) && rows_aligned16(x) &&
-                     rows_aligned16(delta) && rows_aligned16(x_out) && rows_aligned16(h) && rows_aligned16(proj);
+  const bool fused = n >= 1 && n <= kGemvMaxRows && proj.dim(0) > 0 && proj.dtype == DType::kBF16 &&
+                     !bias.defined() && d % 8 == 0 && normed_bytes <= kMaxNormedBytes && aligned16(w.data()) &&
+                     rows_aligned16(x) && rows_aligned16(delta) && rows_aligned16(x_out) && rows_aligned16(h) &&
+                     rows_aligned16(proj);
   if (!fused) {
     const Tensor& normed_from = delta.defined() ? x_out : x;
     if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
     FT_RETURN_IF_ERROR(rms_norm(normed_from, w, h, p, s));
     return matmul(h, proj, bias, out, s);
   }
-  if (proj.dim(0) == 0) return ok_status();
   const CudaStream& cs = cuda_stream(s);
   const GemvArgs a{nullptr, 0, proj.data(), proj.stride[0], out.data(), out.stride[0], proj.dim(0), d};
   const NormArgs na{x.data(),

@@ -4,16 +4,16 @@
 // step and overlaps the weight stream of a GEMV with the latency-bound kernel before it. Inside captured graphs
 // the dependency becomes a programmatic edge.
 //
-// The rule every kernel launched with launch_pdl keeps: pdl_wait_then_release() runs in every thread before the
-// thread reads anything an earlier kernel of the stream writes or writes anything an earlier kernel reads or writes,
-// and before any early return (a kernel that ends without waiting would let the kernels after it run ahead of the
-// ones before it). What only host copies write (a step's positions, slots, kv lengths and page table, copied before
-// the step's first kernel, which waits for the copies) may be read before it. It lets the next kernel start only
-// after the wait, so once a kernel starts, every kernel two or more launches before it has finished, and a prologue
-// may read their outputs (the expert ids of the down GEMV, written by the router two launches back); plainly
+// The rule every kernel launched with launch_pdl keeps: pdl_wait_then_release() runs in every thread before the thread
+// reads anything an earlier kernel of the stream writes or writes anything an earlier kernel reads or writes, and
+// before any early return (a kernel that ends without waiting would let the kernels after it run ahead of the ones
+// before it). What only host copies write (a step's positions, slots, sequence starts, kv lengths and page table,
+// copied before the step's first kernel, which waits for the copies) may be read before it. It lets the next kernel
+// start only after the wait, so once a kernel starts, every kernel two or more launches before it has finished, and a
+// prologue may read their outputs (the expert ids of the down GEMV, written by the router two launches back); plainly
 // launched kernels start after everything before them and release nothing early. That follows from what
-// griddepcontrol.wait guarantees (the prerequisite grid has completed and its writes are visible) and from a
-// dependent starting only once every block of the kernel before it has triggered; CUDA does not state it as such.
+// griddepcontrol.wait guarantees (the prerequisite grid has completed and its writes are visible) and from a dependent
+// starting only once every block of the kernel before it has triggered; CUDA does not state it as such.
 #pragma once
 
 #include <cuda_runtime.h>

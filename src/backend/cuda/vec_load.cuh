@@ -1,8 +1,8 @@
 // Eight consecutive elements as fp32 through 16-byte loads (one for bf16, two for f32), and back through 16-byte
-// stores; the pointer must be 16-byte aligned. Weights go through ld.global.nc: nothing writes them while a kernel
-// reads them (the expert cache's fill kernel has finished before an expert GEMV loads a slot: after its wait, or
-// two launches later). Activations, which a kernel launched as a programmatic dependent (pdl.cuh) may see written
-// while it runs, go through plain loads.
+// stores; the pointer must be 16-byte aligned. Weights streamed by the GEMVs (Chunk8::load) go through ld.global.nc:
+// nothing writes them while a kernel reads them (the expert cache's fill kernel has finished before an expert GEMV
+// loads a slot: after its wait, or two launches later). Activations, which a kernel launched as a programmatic
+// dependent (pdl.cuh) may see written while it runs, go through plain loads.
 #pragma once
 
 #include "backend/cuda/common.cuh"
