@@ -96,7 +96,8 @@ cudaError_t launch_gemv_family(const GemvArgs& a, size_t smem, const CudaStream&
     if (a.k > 2048) return go(Family::template kernel<16, 1>);
   if constexpr (kNarrow && N == 1)
     if (a.m <= int64_t{kOneWaveBlocks} * kGemvWarps * cs.n_sm()) return go(Family::template kernel<8, kOneWaveBlocks>);
-  return go(Family::template kernel < kNarrow ? 8 : 4, 1 >);
+  constexpr int kBatch = kNarrow ? 8 : 4;
+  return go(Family::template kernel<kBatch, 1>);
 }
 
 }  // namespace ft::cuda

@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kNormMaxBlock)
     if (rotates && i < half) rope_cos_sin(pos, inv_freq[i], factor, early_c[e], early_s[e]);
   }
   pdl_wait_then_release();
-  if (h >= q.n + k.n) {  // a value head
+  if (!rotates) {  // a value head
     if (!store) return;
     const T* src = v.at(t, h - q.n - k.n);
     TC* dst = v_cache + (slot * k.n + h - q.n - k.n) * hd_v;
