@@ -160,9 +160,11 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32/bf16
     return shape_error(op,
                        "proj " + proj.shape_string() + ", out " + out.shape_string() + " for x " + x.shape_string());
   // Every block reads x and delta while block 0 writes x_out and h and every block writes out.
-  for (const Tensor* written : {&x_out, &h, &out})
-    for (const Tensor* other : {&x, &delta, &x_out, &h, &out})
-      if (other != written && overlap(*written, *other))
+  // By role, not address: the caller may pass one tensor in two roles.
+  const Tensor* roles[] = {&x_out, &h, &out, &x, &delta};
+  for (int written = 0; written < 3; ++written)
+    for (int other = 0; other < 5; ++other)
+      if (other != written && overlap(*roles[written], *roles[other]))
         return shape_error(op, "x_out, h and out must overlap neither each other nor x or delta");
   const size_t normed_bytes = static_cast<size_t>(n * d) * dtype_bytes(x.dtype, 1);
   const bool fused = n >= 1 && n <= kGemvMaxRows && proj.dim(0) > 0 && proj.dtype == DType::kBF16 &&
