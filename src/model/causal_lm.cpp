@@ -20,18 +20,27 @@ Status CausalLm::load_common(WeightLoader& w, const std::string& prefix) {
   return plan_workspace();
 }
 
+namespace {
+// Where a step of n tokens and S sequences keeps its inputs in the packed buffer, as i32 offsets (the page table, S
+// rows of P, 16-byte aligned): the same for every step of the same n and S, as a captured graph needs.
+struct StepLayout {
+  int64_t tokens, positions, slots, logit_rows, q_start, kv_len, state_slots, page_table, end;
+};
+StepLayout step_layout(int64_t n, int64_t S, int64_t P) {
+  StepLayout at{};
+  at.positions = n, at.slots = 2 * n, at.logit_rows = 3 * n, at.q_start = 4 * n;
+  at.kv_len = at.q_start + S + 1, at.state_slots = at.kv_len + S;
+  at.page_table = (at.state_slots + S + 3) / 4 * 4;
+  at.end = at.page_table + S * P;
+  return at;
+}
+}  // namespace
+
 void CausalLm::plan(Arena& a) {
   const auto& c = config_;
   const int64_t T = options_.max_tokens, S = options_.max_seqs, P = options_.max_pages_per_seq;
   const DType act = options_.act_dtype, hidden = hidden_dtype();
-  tokens_ = a.take(DType::kI32, {T});
-  positions_ = a.take(DType::kI32, {T});
-  slots_ = a.take(DType::kI32, {T});
-  logit_rows_ = a.take(DType::kI32, {T});
-  q_start_ = a.take(DType::kI32, {S + 1});
-  kv_len_ = a.take(DType::kI32, {S});
-  page_table_ = a.take(DType::kI32, {S, P});
-  state_slots_ = a.take(DType::kI32, {S});
+  step_inputs_ = a.take(DType::kI32, {step_layout(T, S, P).end});
   x_ = a.take(hidden, {T, c.hidden_size});
   x_spare_ = a.take(hidden, {T, c.hidden_size});
   h_ = a.take(hidden, {T, c.hidden_size});
@@ -71,7 +80,7 @@ Status CausalLm::plan_workspace() {
   FT_ASSIGN_OR_RETURN(workspace_, backend_.allocate(measure.measured_bytes()));
   Arena arena(workspace_);
   plan(arena);
-  page_staging_.assign(static_cast<size_t>(options_.max_seqs) * options_.max_pages_per_seq, 0);
+  step_staging_.assign(static_cast<size_t>(step_inputs_.numel()), 0);
   return ok_status();
 }
 
@@ -114,15 +123,6 @@ Result<Tensor> CausalLm::upload_f32(const std::vector<float>& values) {
   return t;
 }
 
-namespace {
-Status upload(Backend& be, std::span<const int32_t> v, const Tensor& dst_full) {
-  if (v.empty()) return ok_status();
-  const int64_t n = static_cast<int64_t>(v.size());
-  Tensor host = Tensor::make(DType::kI32, {n}, wrap_host(const_cast<int32_t*>(v.data()), v.size() * 4, nullptr));
-  return be.copy(host, dst_full.reshape({dst_full.numel()}).slice(0, 0, n));
-}
-}  // namespace
-
 Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   const int64_t n = b.n_tokens(), S = b.n_seq(), P = options_.max_pages_per_seq;
   if (n <= 0 || n > options_.max_tokens)
@@ -132,37 +132,41 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   if (b.max_pages > P) return invalid_argument("sequence longer than the page table");
   if (b.positions.size() != b.tokens.size() || b.slots.size() != b.tokens.size() ||
       b.q_start.size() != static_cast<size_t>(S + 1) || b.q_start.back() != n ||
-      b.page_table.size() != static_cast<size_t>(S * b.max_pages) ||
+      b.page_table.size() != static_cast<size_t>(S * b.max_pages) || b.logit_rows.size() > static_cast<size_t>(n) ||
       (!b.state_slots.empty() && b.state_slots.size() != static_cast<size_t>(S)))
     return invalid_argument("inconsistent forward batch");
   for (int32_t t : b.tokens)
     if (t < 0 || t >= config_.vocab_size) return invalid_argument("token id " + std::to_string(t) + " out of range");
   for (int32_t r : b.logit_rows)
     if (r < 0 || r >= n) return invalid_argument("logit row out of range");
-  for (int64_t s = 0; s < S; ++s)
-    std::copy_n(b.page_table.begin() + s * b.max_pages, b.max_pages, page_staging_.begin() + s * P);
-  FT_RETURN_IF_ERROR(upload(backend_, b.tokens, tokens_));
-  FT_RETURN_IF_ERROR(upload(backend_, b.positions, positions_));
-  FT_RETURN_IF_ERROR(upload(backend_, b.slots, slots_));
-  FT_RETURN_IF_ERROR(upload(backend_, b.logit_rows, logit_rows_));
-  FT_RETURN_IF_ERROR(upload(backend_, b.q_start, q_start_));
-  FT_RETURN_IF_ERROR(upload(backend_, b.kv_len, kv_len_));
-  FT_RETURN_IF_ERROR(upload(backend_, b.state_slots, state_slots_));
-  FT_RETURN_IF_ERROR(upload(backend_, std::span<const int32_t>(page_staging_).first(static_cast<size_t>(S * P)),
-                            page_table_));
+  const StepLayout at = step_layout(n, S, P);
+  int32_t* host = step_staging_.data();
+  std::copy(b.tokens.begin(), b.tokens.end(), host + at.tokens);
+  std::copy(b.positions.begin(), b.positions.end(), host + at.positions);
+  std::copy(b.slots.begin(), b.slots.end(), host + at.slots);
+  std::copy(b.logit_rows.begin(), b.logit_rows.end(), host + at.logit_rows);
+  std::copy(b.q_start.begin(), b.q_start.end(), host + at.q_start);
+  std::copy(b.kv_len.begin(), b.kv_len.end(), host + at.kv_len);
+  std::copy(b.state_slots.begin(), b.state_slots.end(), host + at.state_slots);
+  for (int64_t s = 0; s < S; ++s)  // columns past the sequence's pages are never read
+    std::copy_n(b.page_table.begin() + s * b.max_pages, b.max_pages, host + at.page_table + s * P);
+  // One copy from pageable memory: the driver has taken the bytes when it returns, so the next step may refill them.
+  const Tensor staged = Tensor::make(DType::kI32, {at.end}, wrap_host(host, static_cast<size_t>(at.end) * 4, nullptr));
+  FT_RETURN_IF_ERROR(backend_.copy(staged, step_inputs_.slice(0, 0, at.end)));
+  const auto part = [&](int64_t offset, int64_t length) { return step_inputs_.slice(0, offset, length); };
   step.n_tokens = n;
-  step.tokens = tokens_.slice(0, 0, n);
-  step.positions = positions_.slice(0, 0, n);
-  step.slots = slots_.slice(0, 0, n);
-  step.logit_rows = logit_rows_.slice(0, 0, static_cast<int64_t>(b.logit_rows.size()));  // may be empty
-  step.meta.q_start = q_start_.slice(0, 0, S + 1);
-  step.meta.kv_len = kv_len_.slice(0, 0, S);
-  step.meta.page_table = page_table_.slice(0, 0, S);
+  step.tokens = part(at.tokens, n);
+  step.positions = part(at.positions, n);
+  step.slots = part(at.slots, n);
+  step.logit_rows = part(at.logit_rows, static_cast<int64_t>(b.logit_rows.size()));  // may be empty
+  step.meta.q_start = part(at.q_start, S + 1);
+  step.meta.kv_len = part(at.kv_len, S);
+  step.meta.page_table = part(at.page_table, S * P).reshape({S, P});
   step.meta.n_seq = S;
   step.max_seq_tokens = 0;
   for (int64_t s = 0; s < S; ++s)
     step.max_seq_tokens = std::max<int64_t>(step.max_seq_tokens, b.q_start[s + 1] - b.q_start[s]);
-  if (!b.state_slots.empty()) step.recurrent = {step.meta.q_start, step.meta.kv_len, state_slots_.slice(0, 0, S), S};
+  if (!b.state_slots.empty()) step.recurrent = {step.meta.q_start, step.meta.kv_len, part(at.state_slots, S), S};
   return ok_status();
 }
 

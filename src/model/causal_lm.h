@@ -76,11 +76,13 @@ class CausalLm : public Model {
   int64_t moe_blocks_loaded_ = 0;
   Tensor routing_bias_;  // [n_moe_layers, n_expert] f32 (ModelOptions::routing_bias)
   ExpertCache* expert_cache_ = nullptr;
-  // Step inputs at fixed addresses, sized for the largest step.
-  Tensor tokens_, positions_, slots_, logit_rows_, q_start_, kv_len_, page_table_, state_slots_;  // i32
+  // A step's inputs (tokens, positions, slots, logit rows, sequence starts, kv lengths, state slots, page table) in
+  // one i32 buffer sized for the largest step and packed by step_layout(): one copy stages a step, and a step's
+  // inputs are at the same addresses whenever its token and sequence counts are.
+  Tensor step_inputs_;
   Tensor x_, x_spare_, h_, h2_;  // [T, d] act: the residual stream's two buffers (Residual), h, h2
   Tensor final_rows_;            // [T, d] act: the rows whose logits are wanted
-  std::vector<int32_t> page_staging_;
+  std::vector<int32_t> step_staging_;  // the host side of step_inputs_
   StepView step_;             // the last staged batch
   int64_t n_logit_rows_ = 0;  // its logit rows
 };
