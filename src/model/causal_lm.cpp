@@ -174,6 +174,9 @@ Status CausalLm::stage(const ForwardBatch& batch, KvCache& kv) {
   step_ = StepView{};
   step_.meta.page_size = kv.page_size();
   n_logit_rows_ = static_cast<int64_t>(batch.logit_rows.size());
+  logits_of_every_row_ = n_logit_rows_ == batch.n_tokens();
+  for (int64_t i = 0; i < n_logit_rows_ && logits_of_every_row_; ++i)
+    logits_of_every_row_ = batch.logit_rows[static_cast<size_t>(i)] == i;
   return upload_step(batch, step_);
 }
 
@@ -189,6 +192,10 @@ Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   LayerContext ctx{ops, s, step_, kv, expert_cache_};
   for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, residual, h, h2));
   if (r == 0) return ok_status();  // a step of prefill chunks that end no prompt
+  if (logits_of_every_row_) {  // decode: the last layer's output, the final norm and lm_head as one projection
+    const LayerInput in = residual.add_and_norm(h2, final_norm_, h, final_norm_params_);
+    return project(ctx, in, lm_head_, Tensor{}, logits.slice(0, 0, r));
+  }
   const Tensor& x = residual.x();
   FT_RETURN_IF_ERROR(ops.add(x, h2, x, s));  // the last layer's output
   const Tensor last = rows(final_rows_, r);

@@ -84,7 +84,8 @@ class CausalLm : public Model {
   Tensor final_rows_;            // [T, d] act: the rows whose logits are wanted
   std::vector<int32_t> step_staging_;  // the host side of step_inputs_
   StepView step_;             // the last staged batch
-  int64_t n_logit_rows_ = 0;  // its logit rows
+  int64_t n_logit_rows_ = 0;          // its logit rows
+  bool logits_of_every_row_ = false;  // the logit rows are its rows in order (no gather)
 };
 
 }  // namespace ft

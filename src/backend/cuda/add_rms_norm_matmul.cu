@@ -13,6 +13,10 @@ namespace ft::cuda {
 namespace {
 
 constexpr size_t kMaxNormedBytes = 32 << 10;  // shared memory for the normed rows (48 KB without an opt-in)
+// Every block forms the normed rows again: past this many bytes of projection weights (the blocks of a long,
+// bandwidth-bound GEMV such as an lm_head), the norm kernel it saves costs less than those re-reads, except for one
+// row (H200, Qwen3-30B-A3B's lm_head: one row 9.6 us faster fused, four rows 120 us slower; docs/perf.md).
+constexpr int64_t kMaxFusedProjBytes = int64_t{64} << 20;
 
 struct NormArgs {
   const void* x;  // [N, d] TX
@@ -167,10 +171,10 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32/bf16
       if (other != written && overlap(*roles[written], *roles[other]))
         return shape_error(op, "x_out, h and out must overlap neither each other nor x or delta");
   const size_t normed_bytes = static_cast<size_t>(n * d) * dtype_bytes(x.dtype, 1);
-  const bool fused = n >= 1 && n <= kGemvMaxRows && proj.dim(0) > 0 && proj.dtype == DType::kBF16 &&
-                     !bias.defined() && d % 8 == 0 && normed_bytes <= kMaxNormedBytes && aligned16(w.data()) &&
-                     rows_aligned16(x) && rows_aligned16(delta) && rows_aligned16(x_out) && rows_aligned16(h) &&
-                     rows_aligned16(proj);
+  const bool fused = n >= 1 && n <= kGemvMaxRows && (n == 1 || proj.dim(0) * d * 2 <= kMaxFusedProjBytes) &&
+                     proj.dim(0) > 0 && proj.dtype == DType::kBF16 && !bias.defined() && d % 8 == 0 &&
+                     normed_bytes <= kMaxNormedBytes && aligned16(w.data()) && rows_aligned16(x) &&
+                     rows_aligned16(delta) && rows_aligned16(x_out) && rows_aligned16(h) && rows_aligned16(proj);
   if (!fused) {
     const Tensor& normed_from = delta.defined() ? x_out : x;
     if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
