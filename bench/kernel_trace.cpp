@@ -2,12 +2,13 @@
 // neither `ft bench decode --profile` (an event before every op, eager) nor ncu (kernels replayed one at a time)
 // shows the real step. Use:
 //   CUDA_INJECTION64_PATH=build/bench/libft_kernel_trace.so FT_TRACE_LAST=N ft bench decode ...
-// At exit it prints, over the last N kernels (default: all), per kernel name and grid: launches, total and mean
-// duration, the mean gap from the end of the kernel before to the kernel's start (negative: the kernels
-// overlapped, as programmatic dependent launches do; CUPTI's own cost shows there too, so time such steps with
-// the tracer off), and the mean time the kernel added to the span: its end minus the latest end before it (in start
-// order; these sum to the span), which with overlapping kernels says more than the duration, which counts the wait
-// for the kernel before. FT_TRACE_OUT=FILE also writes every record: start and end (ns), grid x y, block x, name.
+// Copies are recorded too, as kernels named "memcpy N bytes" with grid 0. At exit it prints, over the last N records
+// (default: all), per kernel name and grid: launches, total and mean duration, the mean gap from the end of the
+// kernel before to the kernel's start (negative: the kernels overlapped, as programmatic dependent launches do;
+// CUPTI's own cost shows there too, so time such steps with the tracer off), and the mean time the kernel added to
+// the span: its end minus the latest end before it (in start order; these sum to the span), which with overlapping
+// kernels says more than the duration, which counts the wait for the kernel before. FT_TRACE_OUT=FILE also writes
+// every record: start and end (ns), grid x y, block x, name.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -63,6 +64,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   CUpti_Activity* rec = nullptr;
   std::lock_guard<std::mutex> lock(g_mutex);
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      g_records.push_back({m->start, m->end, 0, 0, 0, "memcpy " + std::to_string(m->bytes) + " bytes"});
+      continue;
+    }
     if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
     g_records.push_back({k->start, k->end, static_cast<uint32_t>(k->gridX), static_cast<uint32_t>(k->gridY),
@@ -125,7 +131,8 @@ void report() {
 // Called by the CUDA driver when CUDA_INJECTION64_PATH names this library.
 extern "C" int InitializeInjection() {
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS) {
     std::fprintf(stderr, "kernel trace: CUPTI activity tracing could not be enabled\n");
     return 0;
   }
