@@ -192,7 +192,9 @@ Status CausalLm::run_staged(KvCache& kv, const Tensor& logits) {
   LayerContext ctx{ops, s, step_, kv, expert_cache_};
   for (int64_t l = 0; l < config_.n_layer; ++l) FT_RETURN_IF_ERROR(forward_layer(l, ctx, residual, h, h2));
   if (r == 0) return ok_status();  // a step of prefill chunks that end no prompt
-  if (logits_of_every_row_) {  // decode: the last layer's output, the final norm and lm_head as one projection
+  // Every row's logits in order (decode steps): the last layer's update, the final norm and lm_head as one
+  // projection. Not over an f32 residual stream (Qwen3.5): lm_head would read f32 rows instead of act-dtype ones.
+  if (logits_of_every_row_ && hidden_dtype() == options_.act_dtype) {
     const LayerInput in = residual.add_and_norm(h2, final_norm_, h, final_norm_params_);
     return project(ctx, in, lm_head_, Tensor{}, logits.slice(0, 0, r));
   }
