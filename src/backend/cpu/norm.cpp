@@ -2,6 +2,7 @@
 // add_rms_norm_matmul: add, rms_norm and matmul in turn.
 #include "backend/cpu/norm.h"
 
+#include "backend/composed_ops.h"
 #include "backend/cpu/common.h"
 #include "backend/cpu/cpu_ops.h"
 
@@ -35,10 +36,7 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32
                            const Tensor& bias,   // [m] or undefined
                            const Tensor& out,    // [n, m] f32
                            const RmsNormParams& p, Stream& s) {
-  if (delta.defined() != x_out.defined()) return shape_error("add_rms_norm_matmul", "delta without x_out");
-  if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
-  FT_RETURN_IF_ERROR(rms_norm(delta.defined() ? x_out : x, w, h, p, s));
-  return matmul(h, proj, bias, out, s);
+  return add_rms_norm_matmul_in_turn(cpu_op_table(), x, delta, w, x_out, h, proj, bias, out, p, s);
 }
 
 }  // namespace ft::cpu

@@ -5,6 +5,7 @@
 // before that. Everything else runs add, rms_norm and matmul in turn.
 #include <string>
 
+#include "backend/composed_ops.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemv.cuh"
@@ -175,12 +176,7 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32/bf16
                      proj.dim(0) > 0 && proj.dtype == DType::kBF16 && !bias.defined() && d % 8 == 0 &&
                      normed_bytes <= kMaxNormedBytes && aligned16(w.data()) && rows_aligned16(x) &&
                      rows_aligned16(delta) && rows_aligned16(x_out) && rows_aligned16(h) && rows_aligned16(proj);
-  if (!fused) {
-    const Tensor& normed_from = delta.defined() ? x_out : x;
-    if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
-    FT_RETURN_IF_ERROR(rms_norm(normed_from, w, h, p, s));
-    return matmul(h, proj, bias, out, s);
-  }
+  if (!fused) return add_rms_norm_matmul_in_turn(cuda_op_table(), x, delta, w, x_out, h, proj, bias, out, p, s);
   const CudaStream& cs = cuda_stream(s);
   const GemvArgs a{nullptr, 0, proj.data(), proj.stride[0], out.data(), out.stride[0], proj.dim(0), d};
   const NormArgs na{x.data(),

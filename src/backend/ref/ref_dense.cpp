@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/composed_ops.h"
 #include "backend/ref/ref_access.h"
 #include "backend/ref/ref_ops.h"
 
@@ -53,10 +54,7 @@ Status rms_norm(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNo
 Status add_rms_norm_matmul(const Tensor& x, const Tensor& delta, const Tensor& w, const Tensor& x_out, const Tensor& h,
                            const Tensor& proj, const Tensor& bias, const Tensor& out, const RmsNormParams& p,
                            Stream& s) {
-  if (delta.defined() != x_out.defined()) return invalid_argument("add_rms_norm_matmul: delta without x_out");
-  if (delta.defined()) FT_RETURN_IF_ERROR(add(x, delta, x_out, s));
-  FT_RETURN_IF_ERROR(rms_norm(delta.defined() ? x_out : x, w, h, p, s));
-  return matmul(h, proj, bias, out, s);
+  return add_rms_norm_matmul_in_turn(ref_op_table(), x, delta, w, x_out, h, proj, bias, out, p, s);
 }
 
 Status swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, Stream&) {
