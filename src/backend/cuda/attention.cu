@@ -19,6 +19,8 @@ namespace {
 constexpr int kThreads = 128;     // keys per tile, and value dims per pass
 constexpr int kMaxDimSlots = 4;   // hd_v <= kThreads * kMaxDimSlots
 constexpr int kMaxSplit = 32;
+constexpr int kMaxCombineSplits = 64;  // the most partials a combine merges (the decode kernel makes up to 64)
+static_assert(kMaxSplit <= kMaxCombineSplits);
 
 struct AttnArgs {
   const void* q;
@@ -156,29 +158,43 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
   }
 }
 
-// Merges the partials of one (row, head): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
+// Merges the partials of one (row, head): out = sum_s acc_s c_s / sum_s l_s c_s, c_s = e^(m_s - M). Warp 0's lane
+// s holds split s's (m, l) (and s + 32's), and each thread's value loads go out eight at a time, so the merge is a
+// few round trips to L2, not three per split.
 template <class TO>
 __global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
+  __shared__ float coef[kMaxCombineSplits];  // c_s
+  __shared__ float den_s;
   pdl_wait_then_release();
-  const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head;
+  const int64_t row = blockIdx.x / a.n_head, h = blockIdx.x % a.n_head, stride = a.hd_v + 2;
   const int n_used = a.used ? a.used[row] : a.n_split;
   if (a.used && n_used == 1) return;  // the attention kernel wrote this row's output
-  const float* part = a.partial + int64_t{blockIdx.x} * a.n_split * (a.hd_v + 2);
-  float mx = -INFINITY;
-  for (int sp = 0; sp < n_used; ++sp) mx = fmaxf(mx, part[sp * (a.hd_v + 2) + a.hd_v]);
-  float den = 0.0f;
-  for (int sp = 0; sp < n_used; ++sp) {
-    const float* ps = part + sp * (a.hd_v + 2);
-    den += ps[a.hd_v + 1] * expf(ps[a.hd_v] - mx);
+  const float* part = a.partial + int64_t{blockIdx.x} * a.n_split * stride;
+  if (threadIdx.x < 32) {
+    float m[2], l[2];  // splits lane and lane + 32
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int sp = threadIdx.x + 32 * i;
+      m[i] = sp < n_used ? part[sp * stride + a.hd_v] : -INFINITY;
+      l[i] = sp < n_used ? part[sp * stride + a.hd_v + 1] : 0.0f;
+    }
+    const float mx = warp_max(fmaxf(m[0], m[1]));
+    float den = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int sp = threadIdx.x + 32 * i;
+      if (sp < n_used) den += l[i] * (coef[sp] = expf(m[i] - mx));
+    }
+    den = warp_sum(den);
+    if (threadIdx.x == 0) den_s = den;
   }
+  __syncthreads();
   TO* o = static_cast<TO*>(a.out) + row * a.o_tok + h * a.o_head;
   for (int64_t d = threadIdx.x; d < a.hd_v; d += kThreads) {
     float num = 0.0f;
-    for (int sp = 0; sp < n_used; ++sp) {
-      const float* ps = part + sp * (a.hd_v + 2);
-      num += ps[d] * expf(ps[a.hd_v] - mx);
-    }
-    o[d] = from_f32<TO>(num / den);
+#pragma unroll 8
+    for (int sp = 0; sp < n_used; ++sp) num = fmaf(part[sp * stride + d], coef[sp], num);
+    o[d] = from_f32<TO>(num / den_s);
   }
 }
 
@@ -237,7 +253,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     // heads: fewer ranges cost batch 1 about 2% at 300 keys, more cost batch 3 10% at 8192 (docs/perf.md).
     const int64_t fill = (3 * int64_t{cs.n_sm()} + n * pa.n_kv - 1) / (n * pa.n_kv);
     const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + kMinSplitKeys - 1) / kMinSplitKeys, 1,
-                                                             std::min<int64_t>({64, max_split, fill})));
+                                                             std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
     float* partial = cs.attention_scratch();
     auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
     FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, partial, used, out.dtype == DType::kF32,
