@@ -1,7 +1,8 @@
 // cuda kv_store, paged attention, moe_route and moe_experts against the ref ops, f32 and bf16 activations;
 // skipped without a GPU. Attention: several sequences with different kv lengths (decode rows and prefill
 // chunks mixed), shuffled page tables, page sizes 1 and 16, GQA ratios 1 to 8, sliding windows, sinks, hd_k
-// != hd_v, the split-KV decode path (one row per sequence), the single-split prefill path and the tensor-core prefill
+// != hd_v, the split-KV decode path (one row per sequence; on sm_90 up to 16 ranges merge in a thread-block cluster,
+// more in the combine kernel), the single-split prefill path and the tensor-core prefill
 // path (bf16 q and cache; head dims 64, 128 and 256, each with and without a window and sinks; prompts of several
 // 64-row query tiles and key tiles, after a cached prefix, with a partial last tile). Tolerances
 // (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online softmax in fp32: 1e-10; f32
@@ -69,6 +70,7 @@ TEST(OpsCuda, Attention) {
     for (const AttnCase& c : cases) {
       run_attention(env, c, ad, {{1, 1}, {1, 40}, {17, 17}, {5, 70}, {33, 45}}, "mixed");
       run_attention(env, c, ad, {{1, 300}, {1, 1}, {1, 777}}, "decode");
+      run_attention(env, c, ad, {{1, 100}, {1, 1}, {1, 200}}, "decode, few ranges");
       // Room for 40960 keys of page size 16 (the most splits): each row uses the ranges its keys fill.
       run_attention(env, c, ad, {{1, 300}, {1, 1}, {1, 5000}}, "decode, wide page table", 40960 / c.page_size);
       // Several 64-row tiles per sequence, after a cached prefix and from scratch (the bf16 tensor-core path).

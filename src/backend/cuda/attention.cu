@@ -6,6 +6,8 @@
 // only, so the launch is the same from step to step (CUDA-graph replay). bf16 steps run the tensor-core kernels
 // instead where they take the shapes: attention_prefill.cu for steps with prompt chunks, attention_decode.cu for
 // decode steps (its partials merged by the combine kernel here).
+#include <bit>
+
 #include "backend/cuda/attention_decode.cuh"
 #include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/common.cuh"
@@ -252,14 +254,17 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     // ranges; a shorter row uses fewer (the kernel sizes them from its keys). On the H200 with Qwen3-30B-A3B's
     // heads: fewer ranges cost batch 1 about 2% at 300 keys, more cost batch 3 10% at 8192 (docs/perf.md).
     const int64_t fill = (3 * int64_t{cs.n_sm()} + n * pa.n_kv - 1) / (n * pa.n_kv);
-    const int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + kMinSplitKeys - 1) / kMinSplitKeys, 1,
-                                                             std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
+    int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + kMinSplitKeys - 1) / kMinSplitKeys, 1,
+                                                       std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
+    // Few enough ranges merge inside a thread-block cluster (a power of two of them; the extra ones stay empty).
+    const bool cluster_merge = cs.clusters() && n_split > 1 && std::bit_ceil(unsigned(n_split)) <= kMaxClusterSplits;
+    if (cluster_merge) n_split = static_cast<int>(std::bit_ceil(unsigned(n_split)));
     float* partial = cs.attention_scratch();
     auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
-    FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, partial, used, out.dtype == DType::kF32,
-                                                           cs.pdl(), cs.get()),
+    FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, partial, used, cluster_merge,
+                                                           out.dtype == DType::kF32, cs.pdl(), cs.get()),
                                    "attention (decode)"));
-    if (n_split == 1) return ok_status();
+    if (n_split == 1 || cluster_merge) return ok_status();
     AttnArgs c{};
     c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;
     c.n_split = n_split, c.partial = partial, c.used = used;

@@ -3,7 +3,12 @@
 // read once for the whole group), the row's keys are divided into n_split ranges, and each warp runs an online
 // softmax over its own 16-key tiles of the range (tiles w, w + 4, ...; K and V double-buffered per warp by
 // cp.async through the page table). The four warps' states are merged in shared memory at the end, into the
-// output, or with several splits into partials that attention.cu's combine kernel merges.
+// output, or with several splits into partials that attention.cu's combine kernel merges; or, launched as thread-block
+// clusters of a row and KV head's ranges (sm_90), the ranges merge through distributed shared memory instead: every
+// block leaves its range's merged state in its shared memory, and after a cluster barrier each block merges a slice of
+// the group's outputs from every range's state (no global partials, no second kernel).
+#include <cooperative_groups.h>
+
 #include "backend/cuda/attention_decode.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/mma.cuh"
@@ -25,7 +30,47 @@ struct Smem {
   static_assert(kWarps * 16 * (D + 3) * sizeof(float) <= size_t{kWarps} * kWarpBytes);
 };
 
+// Merges the output slice of this block of a row and KV head's cluster (the group's group x D outputs divided over the
+// n_split blocks) from the n_used ranges' states: range s's block holds its O rows (ws, row pitch D + 3) and their
+// max (log2 units) and sum (range_m, range_l) in its shared memory.
 template <int D, class TO>
+__device__ void merge_ranges_in_cluster(const TileAttnArgs& a, int row, int kvh, int n_split, int n_used, float* ws,
+                                        float* range_m, float* range_l) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every range's state is in its block's shared memory
+  const int total = static_cast<int>(a.group) * D, slice = (total + n_split - 1) / n_split;
+  const int begin = static_cast<int>(cluster.block_rank()) * slice, end = min(total, begin + slice);
+  for (int i = begin + static_cast<int>(threadIdx.x); i < end; i += kThreads) {
+    const int r = i / D, c = i % D;
+    float m[kMaxClusterSplits], l[kMaxClusterSplits], o[kMaxClusterSplits];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kMaxClusterSplits; ++s)
+      if (s < n_used) {
+        m[s] = cluster.map_shared_rank(range_m, s)[r];
+        l[s] = cluster.map_shared_rank(range_l, s)[r];
+        o[s] = cluster.map_shared_rank(ws, s)[r * (D + 3) + c];
+        mx = fmaxf(mx, m[s]);
+      }
+    float num = 0.0f, den = 0.0f;
+    if (mx != -INFINITY)
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s)
+        if (s < n_used) {
+          const float f = exp2_ftz(m[s] - mx);
+          num += f * o[s];
+          den += f * l[s];
+        }
+    TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + (int64_t{kvh} * a.group + r) * a.o_head;
+    out[c] = from_f32<TO>(den > 0.0f ? num / den : 0.0f);
+  }
+  cluster.sync();  // no block leaves while another reads its shared memory
+#endif
+}
+
+template <int D, class TO, bool kClusterMerge>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(TileAttnArgs a, int n_split, float* partial, int32_t* used) {
   using S = Smem<D>;
@@ -73,8 +118,9 @@ __global__ void __launch_bounds__(kThreads)
   const int first = k0 + kKeys * warp, step = kKeys * kWarps;  // the warp's tiles
   const int64_t first_off = first < k1 ? key_offset(first) : -1;
   pdl_wait_then_release();
-  if (split >= n_used) return;
-  if (n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
+  // A cluster's ranges past the row's keys stay for its barriers (their states are empty and unread).
+  if (!kClusterMerge && split >= n_used) return;
+  if (!kClusterMerge && n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
 
   // The group's query heads as rows (rows past the group zero).
   const bf16* q = static_cast<const bf16*>(a.q) + int64_t{row} * a.q_tok + int64_t{kvh} * group * a.q_head;
@@ -143,6 +189,7 @@ __global__ void __launch_bounds__(kThreads)
     if (t == 0) r[D] = m[i], r[D + 1] = sum;
   }
   __syncthreads();
+  __shared__ float range_m[16], range_l[16];  // the cluster merge's: this range's max (log2 units) and sum per row
   for (int i = threadIdx.x; i < group * D; i += kThreads) {
     const int r = i / D, c = i % D, h = kvh * group + r;
     float sink = -INFINITY;  // the sink joins the softmax once: in split 0
@@ -166,28 +213,43 @@ __global__ void __launch_bounds__(kThreads)
       out[c] = from_f32<TO>(den > 0.0f ? num / den : 0.0f);
       continue;
     }
+    if (kClusterMerge) {  // warp 0's row r, column c: read above by this thread only
+      ws[r * kRowF + c] = num;
+      if (c == 0) range_m[r] = mx, range_l[r] = den;
+      continue;
+    }
     float* part = partial + ((int64_t{row} * a.n_head + h) * n_split + split) * (D + 2);  // attention.cu's layout
     part[c] = num;
     if (c == 0) part[D] = mx == -INFINITY ? -INFINITY : mx / kLog2e, part[D + 1] = den;
   }
+  if (kClusterMerge && n_used > 1) merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, range_m, range_l);
 }
 
-template <int D, class TO>
+template <int D, class TO, bool kClusterMerge>
 cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool pdl,
                    cudaStream_t stream) {
   constexpr size_t smem = Smem<D>::kBytes;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(decode_kernel<D, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const auto kernel = decode_kernel<D, TO, kClusterMerge>;
+  static const cudaError_t attr = [&] {
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    return err;
+  }();
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>(n * a.n_kv), static_cast<unsigned>(n_split));
-  return launch_pdl(pdl, decode_kernel<D, TO>, grid, dim3(kThreads), smem, stream, a, n_split, partial, used);
+  const dim3 cluster(1, kClusterMerge ? static_cast<unsigned>(n_split) : 1u);
+  return launch_pdl_in_clusters(pdl, cluster, kernel, grid, dim3(kThreads), smem, stream, a, n_split, partial, used);
 }
 
 template <int D>
-cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool out_f32, bool pdl,
-                   cudaStream_t stream) {
-  return out_f32 ? launch<D, float>(a, n, n_split, partial, used, pdl, stream)
-                 : launch<D, bf16>(a, n, n_split, partial, used, pdl, stream);
+cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool cluster_merge,
+                   bool out_f32, bool pdl, cudaStream_t stream) {
+  if (cluster_merge)
+    return out_f32 ? launch<D, float, true>(a, n, n_split, partial, used, pdl, stream)
+                   : launch<D, bf16, true>(a, n, n_split, partial, used, pdl, stream);
+  return out_f32 ? launch<D, float, false>(a, n, n_split, partial, used, pdl, stream)
+                 : launch<D, bf16, false>(a, n, n_split, partial, used, pdl, stream);
 }
 
 }  // namespace
@@ -197,9 +259,9 @@ bool decode_attention_supported(int64_t head_dim, int64_t group) {
 }
 
 cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,
-                                    bool out_f32, bool pdl, cudaStream_t stream) {
-  if (a.d == 64) return launch<64>(a, n, n_split, partial, used, out_f32, pdl, stream);
-  return launch<128>(a, n, n_split, partial, used, out_f32, pdl, stream);
+                                    bool cluster_merge, bool out_f32, bool pdl, cudaStream_t stream) {
+  if (a.d == 64) return launch<64>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl, stream);
+  return launch<128>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl, stream);
 }
 
 }  // namespace ft::cuda

@@ -43,6 +43,8 @@ class CudaStream final : public Stream {
   // Whether decode-path kernels launch as programmatic dependents (pdl.cuh): when the build's code for this
   // device is sm_90 or later, unless the environment sets FT_CUDA_PDL=0 (for A/B measurements).
   bool pdl() const { return pdl_; }
+  // Whether kernels may run as thread-block clusters: the build's code for this device is sm_90 or later.
+  bool clusters() const { return clusters_; }
   std::map<LtKey, LtPlan>& lt_plans() { return lt_plans_; }
 
  private:
@@ -50,6 +52,7 @@ class CudaStream final : public Stream {
   int device_index_;
   int n_sm_ = 0;
   bool pdl_ = false;
+  bool clusters_ = false;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;       // kLtWorkspaceBytes

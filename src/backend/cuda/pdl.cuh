@@ -35,21 +35,38 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 // later runs there); CudaStream turns PDL on only then.
 bool pdl_compiled_for_current_device();
 
-// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the previous kernel when `pdl`.
+// kernel<<<grid, block, smem, stream>>>(args...) in thread-block clusters of `cluster` blocks (none when 1 x 1 x 1),
+// as a programmatic dependent of the previous kernel when `pdl`.
 template <class... Params, class... Args>
-cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                       Args&&... args) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+cudaError_t launch_pdl_in_clusters(bool pdl, dim3 cluster, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                   size_t smem, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n_attrs = 0;
+  if (pdl) {
+    attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n_attrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[n_attrs].val.clusterDim.x = cluster.x;
+    attrs[n_attrs].val.clusterDim.y = cluster.y;
+    attrs[n_attrs++].val.clusterDim.z = cluster.z;
+  }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cfg.attrs = pdl ? &attr : nullptr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.attrs = attrs;
+  cfg.numAttrs = n_attrs;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent of the previous kernel when `pdl`.
+template <class... Params, class... Args>
+cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args&&... args) {
+  return launch_pdl_in_clusters(pdl, dim3(1, 1, 1), kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace ft::cuda
