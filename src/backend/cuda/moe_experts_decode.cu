@@ -32,13 +32,17 @@ __device__ __forceinline__ float dot(const TA* a, const TB* b, int64_t len, bool
 }
 
 constexpr int kGateUpWarps = 4;
-constexpr int kGateUpBatch = 8;  // 16-byte chunks of each of the gate and up rows in flight per lane
+constexpr int kGateUpBatch = 2;    // 16-byte chunks of each of the gate and up bf16 rows in flight per lane
+constexpr int kGateUpBlocks = 12;  // blocks an SM: at most 40 registers
 
 // grid (ceil(inter / kGateUpWarps), P), one warp per (pair p, intermediate row i):
 // h[p, i] = silu(gate[e] row i . x[t]) * (up[e] row i . x[t]). Each lane keeps kGateUpBatch chunks of both rows
-// in flight before their arithmetic.
+// in flight before their arithmetic (the same chunks in the same order whatever the batch). Many small blocks rather
+// than more loads in flight per warp: a token of Qwen3-30B-A3B (1536 blocks) runs in one wave on the H200 instead of
+// 2.33 at 8 chunks (87 registers, 5 blocks an SM): batch 1 +3.6%, batch 4 +6.7% (docs/perf.md).
 template <class TX, class TW>
-__global__ void __launch_bounds__(kGateUpWarps * 32) decode_gate_up_kernel(ExpertArgs a) {
+__global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_up_kernel(ExpertArgs a) {
+  constexpr int kBatch = sizeof(TW) == 2 ? kGateUpBatch : kGateUpBatch / 2;  // f32 chunks take twice the registers
   pdl_wait_then_release();  // the ids (router, cache lookup) and the slots (cache fill) may be the kernel before's
   const int lane = threadIdx.x & 31;
   const int64_t i = blockIdx.x * int64_t{kGateUpWarps} + (threadIdx.x >> 5), p = blockIdx.y, t = p / a.k;
@@ -51,15 +55,15 @@ __global__ void __launch_bounds__(kGateUpWarps * 32) decode_gate_up_kernel(Exper
   float g = 0.0f, u = 0.0f;
   if (a.vec) {
     const int64_t n_chunks = a.d / 8;
-    for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kGateUpBatch) {
-      Chunk8<TW> cg[kGateUpBatch], cu[kGateUpBatch];
+    for (int64_t c0 = lane; c0 < n_chunks; c0 += 32 * kBatch) {
+      Chunk8<TW> cg[kBatch], cu[kBatch];
 #pragma unroll
-      for (int b = 0; b < kGateUpBatch; ++b) {
+      for (int b = 0; b < kBatch; ++b) {
         const int64_t c = c0 + 32 * b;
         if (c < n_chunks) cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
       }
 #pragma unroll
-      for (int b = 0; b < kGateUpBatch; ++b) {
+      for (int b = 0; b < kBatch; ++b) {
         const int64_t c = c0 + 32 * b;
         if (c >= n_chunks) break;
         Chunk8<TX> cx;
