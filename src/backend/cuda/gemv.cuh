@@ -82,9 +82,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvAr
 
 // Launches Family::kernel<B, MinBlocks> over the m weight rows: a whole 4096-wide bf16 row in flight per lane where
 // the registers allow it, else 2048 elements at a time; a matrix of up to Family::kOneWaveBlocks blocks per SM in
-// one wave, at the registers that leaves, so that every row's first loads go out before the kernel before ends
-// (larger ones, lm_head, keep their registers). On the H200's 132 SMs that is 5280 rows for matmul and 4224 for the
-// fused norm, so Qwen3-30B's qkv (5120 rows, behind its norm) runs in about 1.6 waves of 3 blocks an SM.
+// one wave, at the registers that leaves, so that every row's first loads go out before the kernel before ends, and
+// one of a block more an SM in one wave too with half the chunks in flight (larger ones, lm_head, keep their
+// registers). The chunks are summed in the same order whatever B. On the H200's 132 SMs the fused norm's one-wave
+// forms take 4224 and 5280 rows (64 and 48 registers), so Qwen3-30B's qkv (5120 rows, behind its norm) is one wave of
+// 5 blocks an SM instead of 1.6 waves of 3 (batch 1 +3.8%, docs/perf.md); matmul's take 5280 and 6336 rows.
 template <class Family, class TW, int N, class... Extra>
 cudaError_t launch_gemv_family(const GemvArgs& a, size_t smem, const CudaStream& cs, const Extra&... extra) {
   const auto go = [&](auto kernel) {
@@ -95,8 +97,11 @@ cudaError_t launch_gemv_family(const GemvArgs& a, size_t smem, const CudaStream&
   constexpr int kOneWaveBlocks = Family::kOneWaveBlocks;
   if constexpr (kNarrow)
     if (a.k > 2048) return go(Family::template kernel<16, 1>);
-  if constexpr (kNarrow && N == 1)
+  if constexpr (kNarrow && N == 1) {
     if (a.m <= int64_t{kOneWaveBlocks} * kGemvWarps * cs.n_sm()) return go(Family::template kernel<8, kOneWaveBlocks>);
+    if (a.m <= int64_t{kOneWaveBlocks + 1} * kGemvWarps * cs.n_sm())
+      return go(Family::template kernel<4, kOneWaveBlocks + 1>);
+  }
   constexpr int kBatch = kNarrow ? 8 : 4;
   return go(Family::template kernel<kBatch, 1>);
 }
