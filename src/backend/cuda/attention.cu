@@ -5,7 +5,8 @@
 // partials. Every sequence length comes from device memory, and the split count from host-known shapes
 // only, so the launch is the same from step to step (CUDA-graph replay). bf16 steps run the tensor-core kernels
 // instead where they take the shapes: attention_prefill.cu for steps with prompt chunks, attention_decode.cu for
-// decode steps (its partials merged by the combine kernel here).
+// decode steps (its ranges merged inside a thread-block cluster on sm_90 when there are at most 16 of them, else its
+// partials by the combine kernel here).
 #include <bit>
 
 #include "backend/cuda/attention_decode.cuh"
