@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kThreads)
     if (t == 0) r[D] = m[i], r[D + 1] = sum;
   }
   __syncthreads();
-  __shared__ float range_m[16], range_l[16];  // the cluster merge's: this range's max (log2 units) and sum per row
+  __shared__ float range_m[16], range_l[16];  // the cluster merge's: this range's max (log2 units) and sum per head
   for (int i = threadIdx.x; i < group * D; i += kThreads) {
     const int r = i / D, c = i % D, h = kvh * group + r;
     float sink = -INFINITY;  // the sink joins the softmax once: in split 0

@@ -20,7 +20,7 @@ Result<std::unique_ptr<CudaStream>> CudaStream::create(int device_index, bool sc
   FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&s->n_sm_, cudaDevAttrMultiProcessorCount, device_index),
                                  "cudaDeviceGetAttribute"));
   const char* env = std::getenv("FT_CUDA_PDL");
-  s->clusters_ = pdl_compiled_for_current_device();
+  s->clusters_ = sm90_code_on_current_device();
   s->pdl_ = s->clusters_ && !(env && std::string(env) == "0");
   FT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   if (!scratch) return s;

@@ -1,4 +1,5 @@
-// Whether the kernels of this build can take part in programmatic dependent launch on the current device.
+// Whether the kernels of this build run their sm_90 code (programmatic dependent launch, clusters) on the current
+// device.
 #include <map>
 #include <mutex>
 
@@ -28,7 +29,7 @@ bool probe_current_device() {
 
 }  // namespace
 
-bool pdl_compiled_for_current_device() {
+bool sm90_code_on_current_device() {
   // Below sm_90 pdl_wait_then_release() is empty: kernels launched as dependents would not wait.
   static std::mutex mutex;
   static std::map<int, bool> by_device;

@@ -31,9 +31,9 @@ __device__ __forceinline__ void pdl_wait_then_release() {
 #endif
 }
 
-// True when the kernels of this build wait in pdl_wait_then_release() on the current device (code for sm_90 or
-// later runs there); CudaStream turns PDL on only then.
-bool pdl_compiled_for_current_device();
+// True when the current device runs this build's code for sm_90 or later: its kernels then wait in
+// pdl_wait_then_release() and may use thread-block clusters; CudaStream turns PDL and clusters on only then.
+bool sm90_code_on_current_device();
 
 // kernel<<<grid, block, smem, stream>>>(args...) in thread-block clusters of `cluster` blocks (none when 1 x 1 x 1),
 // as a programmatic dependent of the previous kernel when `pdl`.
