@@ -258,9 +258,9 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + kMinSplitKeys - 1) / kMinSplitKeys, 1,
                                                        std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
     // Few enough ranges merge inside a thread-block cluster (a power of two of them; the extra ones stay empty).
-    const unsigned cluster = std::bit_ceil(static_cast<unsigned>(n_split));
-    const bool cluster_merge = cs.clusters() && n_split > 1 && cluster <= unsigned{kMaxClusterSplits};
-    if (cluster_merge) n_split = static_cast<int>(cluster);
+    const int cluster = static_cast<int>(std::bit_ceil(static_cast<unsigned>(n_split)));
+    const bool cluster_merge = n_split > 1 && cluster <= std::min(kMaxClusterSplits, cs.max_cluster_blocks());
+    if (cluster_merge) n_split = cluster;
     float* partial = cs.attention_scratch();
     auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
     FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, partial, used, cluster_merge,

@@ -232,7 +232,7 @@ cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial
   const auto kernel = decode_kernel<D, TO, kClusterMerge>;
   static const cudaError_t attr = [&] {
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks
+    if (err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks where the device has them
       err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return err;
   }();

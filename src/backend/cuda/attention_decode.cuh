@@ -21,8 +21,9 @@ bool decode_attention_supported(int64_t head_dim, int64_t group);
 // a server's context length) uses only the ranges it fills. A row of one range gets its output; a row of more
 // gets partials [n * n_head, n_split, d + 2] (O unnormalised, then the max and the sum, natural log units) for its
 // ranges and its count in used[row], for attention.cu's combine kernel (used: [n], needed when n_split > 1); with
-// cluster_merge (sm_90 code, n_split <= kMaxClusterSplits) a row's ranges run as one thread-block cluster that merges
-// them into the output itself (partial and used unused). pdl: launch as a programmatic dependent (pdl.cuh).
+// cluster_merge (sm_90 code, n_split <= kMaxClusterSplits and the device's cluster size) a row's ranges run as one
+// thread-block cluster that merges them into the output itself (partial and used unused). pdl: launch as a
+// programmatic dependent (pdl.cuh).
 cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,
                                     bool cluster_merge, bool out_f32, bool pdl, cudaStream_t stream);
 

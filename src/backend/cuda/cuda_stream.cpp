@@ -20,8 +20,12 @@ Result<std::unique_ptr<CudaStream>> CudaStream::create(int device_index, bool sc
   FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&s->n_sm_, cudaDevAttrMultiProcessorCount, device_index),
                                  "cudaDeviceGetAttribute"));
   const char* env = std::getenv("FT_CUDA_PDL");
-  s->clusters_ = sm90_code_on_current_device();
-  s->pdl_ = s->clusters_ && !(env && std::string(env) == "0");
+  int major = 0;
+  FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index),
+                                 "cudaDeviceGetAttribute"));
+  const bool sm90_code = sm90_code_on_current_device();
+  s->max_cluster_blocks_ = !sm90_code ? 1 : major == 9 ? 16 : 8;
+  s->pdl_ = sm90_code && !(env && std::string(env) == "0");
   FT_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&s->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   if (!scratch) return s;
   if (cublasLtCreate(&s->lt_) != CUBLAS_STATUS_SUCCESS) return internal_error("cublasLtCreate failed");

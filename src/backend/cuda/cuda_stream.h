@@ -43,8 +43,9 @@ class CudaStream final : public Stream {
   // Whether decode-path kernels launch as programmatic dependents (pdl.cuh): when the build's code for this
   // device is sm_90 or later, unless the environment sets FT_CUDA_PDL=0 (for A/B measurements).
   bool pdl() const { return pdl_; }
-  // Whether kernels may run as thread-block clusters: the build's code for this device is sm_90 or later.
-  bool clusters() const { return clusters_; }
+  // The most blocks a kernel's thread-block cluster may have: 16 (a non-portable size) on sm_90 parts, the portable 8
+  // on later ones, 1 (no clusters) where the device does not run the build's sm_90 code.
+  int max_cluster_blocks() const { return max_cluster_blocks_; }
   std::map<LtKey, LtPlan>& lt_plans() { return lt_plans_; }
 
  private:
@@ -52,7 +53,7 @@ class CudaStream final : public Stream {
   int device_index_;
   int n_sm_ = 0;
   bool pdl_ = false;
-  bool clusters_ = false;
+  int max_cluster_blocks_ = 1;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;       // kLtWorkspaceBytes
