@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) norm_gemv_kernel(G
   TX* hs = reinterpret_cast<TX*>(normed_raw);
   const int lane = threadIdx.x & 31;
   const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
-  GemvRow<bf16, B> row(a, j);
+  GemvRow<bf16, B, N == 1> row(a, j);
   if (j < a.m) row.load_batch(lane);
   float w_first[8] = {};
   if (threadIdx.x < a.k / 8) norm_weight_chunk(na, static_cast<int>(threadIdx.x), w_first);

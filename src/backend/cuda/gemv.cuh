@@ -22,8 +22,10 @@ struct GemvArgs {
 };
 
 // Weight row j as seen by one lane: chunks c = lane + 32 u of 8 elements, B of them in flight before their
-// arithmetic. k % 8 == 0, rows 16-byte aligned.
-template <class TW, int B>
+// arithmetic. k % 8 == 0, rows 16-byte aligned. kOnce: as a weight read once in the step (load_once), which is
+// what the GEMVs of one-row steps take (batch 1 +2.2% on the H200); in steps of 3 and 4 rows it cost 2.6-3.6%, whether
+// or not the expert GEMVs took it too (the cause is not known, docs/perf.md), so GEMVs of several rows load plainly.
+template <class TW, int B, bool kOnce>
 struct GemvRow {
   const TW* wr;
   int n_chunks;  // 32-bit chunk indices: registers for the loads
@@ -33,8 +35,11 @@ struct GemvRow {
       : wr(static_cast<const TW*>(a.w) + j * a.ldw), n_chunks(static_cast<int>(a.k / 8)) {}
   __device__ __forceinline__ void load_batch(int c0) {
 #pragma unroll
-    for (int u = 0; u < B; ++u)
-      if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8);
+    for (int u = 0; u < B; ++u) {
+      if (c0 + u * 32 >= n_chunks) continue;
+      if constexpr (kOnce) wc[u].load_once(wr + (c0 + u * 32) * 8);
+      else wc[u].load(wr + (c0 + u * 32) * 8);
+    }
   }
 };
 
@@ -42,7 +47,7 @@ struct GemvRow {
 // weight row j whose first batch (chunk lane) row.load_batch has loaded.
 template <class TX, class TW, class TO, int N, int B>
 __device__ __forceinline__ void gemv_finish_row(const GemvArgs& a, int64_t j, int lane, const TX* x, int64_t ldx,
-                                                GemvRow<TW, B>& row) {
+                                                GemvRow<TW, B, N == 1>& row) {
   float acc[N] = {};
   for (int c0 = lane; c0 < row.n_chunks; c0 += 32 * B) {
     if (c0 != lane) row.load_batch(c0);
@@ -73,7 +78,7 @@ template <class TX, class TW, class TO, int N, int B, int MinBlocks = 1>
 __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvArgs a) {
   const int lane = threadIdx.x & 31;
   const int64_t j = blockIdx.x * int64_t{kGemvWarps} + (threadIdx.x >> 5);
-  GemvRow<TW, B> row(a, j);
+  GemvRow<TW, B, N == 1> row(a, j);
   if (j < a.m) row.load_batch(lane);
   pdl_wait_then_release();
   if (j >= a.m) return;

@@ -3,6 +3,8 @@
 // stores silu(gate) * up; down: one block per (token, 4 output rows), a warp per expert, the experts' dots summed
 // in order with the router weights (no atomics, a fixed summation order), its first weights loaded before gate_up
 // ends. Pairs whose expert id is out of range contribute nothing.
+#include <type_traits>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/moe_experts_decode.cuh"
 #include "backend/cuda/pdl.cuh"
@@ -40,7 +42,7 @@ constexpr int kGateUpBlocks = 12;  // blocks an SM: at most 40 registers
 // in flight before their arithmetic (the same chunks in the same order whatever the batch). Many small blocks rather
 // than more loads in flight per warp: a token of Qwen3-30B-A3B (1536 blocks) runs in one wave on the H200 instead of
 // 2.33 at 8 chunks (87 registers, 5 blocks an SM): batch 1 +3.6%, batch 4 +6.7% (docs/perf.md).
-template <class TX, class TW>
+template <class TX, class TW, bool kOnce>
 __global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_up_kernel(ExpertArgs a) {
   constexpr int kBatch = sizeof(TW) == 2 ? kGateUpBatch : kGateUpBatch / 2;  // f32 chunks take twice the registers
   pdl_wait_then_release();  // the ids (router, cache lookup) and the slots (cache fill) may be the kernel before's
@@ -60,7 +62,9 @@ __global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int64_t c = c0 + 32 * b;
-        if (c < n_chunks) cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
+        if (c >= n_chunks) continue;
+        if constexpr (kOnce) cg[b].load_once(gate + c * 8), cu[b].load_once(up + c * 8);
+        else cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
@@ -98,7 +102,7 @@ constexpr int kDownMaxK = 32;  // experts per token the block-per-rows down kern
 // summed in expert order (no atomics: a fixed order). Each warp loads its first batch of weights before waiting
 // for gate_up: the ids come from the router two launches back (pdl.cuh), so the weights are on their way during
 // gate_up's last blocks.
-template <class TW, class TO>
+template <class TW, class TO, bool kOnce>
 __global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertArgs a) {
   __shared__ float part[kDownMaxK][kDownRows];
   constexpr int kBatch = sizeof(TW) == 2 ? kDownBatch : kDownBatch / 2;  // f32 chunks take twice the registers
@@ -115,7 +119,10 @@ __global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertA
     for (int r = 0; r < kDownRows; ++r)
 #pragma unroll
       for (int b = 0; b < kBatch; ++b)
-        if (r < rows && c0 + 32 * b < n_chunks) cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
+        if (r < rows && c0 + 32 * b < n_chunks) {
+          if constexpr (kOnce) cw[r][b].load_once(w + r * a.inter + (c0 + 32 * b) * 8);
+          else cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
+        }
   };
   const TW* first = warp < a.k ? expert_rows(warp) : nullptr;
   if (first) load_batch(first, lane);
@@ -176,23 +183,30 @@ __global__ void __launch_bounds__(kWarps * 32) decode_down_rowwise_kernel(Expert
 cudaError_t launch_moe_experts_decode(const ExpertArgs& a, DType x, DType w, DType out, const CudaStream& cs) {
   const unsigned pairs = static_cast<unsigned>(a.n * a.k), n = static_cast<unsigned>(a.n);
   cudaError_t err = cudaSuccess;
-  with_type(w, [&](auto tw) {
-    using TW = decltype(tw);
-    with_type(x, [&](auto tx) {
-      err = launch_pdl(cs.pdl(), decode_gate_up_kernel<decltype(tx), TW>, dim3(grid_for(a.inter, kGateUpWarps), pairs),
-                       dim3(kGateUpWarps * 32), 0, cs.get(), a);
+  // A one-token step reads its experts' rows as weights read once (load_once), as the GEMVs of one row do theirs;
+  // steps of more tokens load plainly (gemv.cuh's GemvRow says why).
+  const auto go = [&](auto once) {
+    constexpr bool kOnce = decltype(once)::value;
+    with_type(w, [&](auto tw) {
+      using TW = decltype(tw);
+      with_type(x, [&](auto tx) {
+        err = launch_pdl(cs.pdl(), decode_gate_up_kernel<decltype(tx), TW, kOnce>,
+                         dim3(grid_for(a.inter, kGateUpWarps), pairs), dim3(kGateUpWarps * 32), 0, cs.get(), a);
+      });
+      if (err != cudaSuccess) return;
+      with_type(out, [&](auto to) {
+        using TO = decltype(to);
+        if (a.vec && a.k <= kDownMaxK)
+          err = launch_pdl(cs.pdl(), decode_down_kernel<TW, TO, kOnce>, dim3(grid_for(a.d, kDownRows), n),
+                           dim3(kDownWarps * 32), 0, cs.get(), a);
+        else
+          err = launch_pdl(cs.pdl(), decode_down_rowwise_kernel<TW, TO>, dim3(grid_for(a.d, kWarps), n),
+                           dim3(kWarps * 32), 0, cs.get(), a);
+      });
     });
-    if (err != cudaSuccess) return;
-    with_type(out, [&](auto to) {
-      using TO = decltype(to);
-      if (a.vec && a.k <= kDownMaxK)
-        err = launch_pdl(cs.pdl(), decode_down_kernel<TW, TO>, dim3(grid_for(a.d, kDownRows), n),
-                         dim3(kDownWarps * 32), 0, cs.get(), a);
-      else
-        err = launch_pdl(cs.pdl(), decode_down_rowwise_kernel<TW, TO>, dim3(grid_for(a.d, kWarps), n),
-                         dim3(kWarps * 32), 0, cs.get(), a);
-    });
-  });
+  };
+  if (a.n == 1) go(std::true_type{});
+  else go(std::false_type{});
   return err;
 }
 
