@@ -37,8 +37,10 @@ struct GemvRow {
 #pragma unroll
     for (int u = 0; u < B; ++u) {
       if (c0 + u * 32 >= n_chunks) continue;
-      if constexpr (kOnce) wc[u].load_once(wr + (c0 + u * 32) * 8);
-      else wc[u].load(wr + (c0 + u * 32) * 8);
+      if constexpr (kOnce)
+        wc[u].load_once(wr + (c0 + u * 32) * 8);
+      else
+        wc[u].load(wr + (c0 + u * 32) * 8);
     }
   }
 };

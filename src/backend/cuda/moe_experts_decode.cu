@@ -63,8 +63,10 @@ __global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_
       for (int b = 0; b < kBatch; ++b) {
         const int64_t c = c0 + 32 * b;
         if (c >= n_chunks) continue;
-        if constexpr (kOnce) cg[b].load_once(gate + c * 8), cu[b].load_once(up + c * 8);
-        else cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
+        if constexpr (kOnce)
+          cg[b].load_once(gate + c * 8), cu[b].load_once(up + c * 8);
+        else
+          cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
@@ -120,8 +122,10 @@ __global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertA
 #pragma unroll
       for (int b = 0; b < kBatch; ++b)
         if (r < rows && c0 + 32 * b < n_chunks) {
-          if constexpr (kOnce) cw[r][b].load_once(w + r * a.inter + (c0 + 32 * b) * 8);
-          else cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
+          if constexpr (kOnce)
+            cw[r][b].load_once(w + r * a.inter + (c0 + 32 * b) * 8);
+          else
+            cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
         }
   };
   const TW* first = warp < a.k ? expert_rows(warp) : nullptr;
@@ -205,8 +209,10 @@ cudaError_t launch_moe_experts_decode(const ExpertArgs& a, DType x, DType w, DTy
       });
     });
   };
-  if (a.n == 1) go(std::true_type{});
-  else go(std::false_type{});
+  if (a.n == 1)
+    go(std::true_type{});
+  else
+    go(std::false_type{});
   return err;
 }
 
