@@ -22,7 +22,7 @@ struct GemvArgs {
 };
 
 // Weight row j as seen by one lane: chunks c = lane + 32 u of 8 elements, B of them in flight before their
-// arithmetic. k % 8 == 0, rows 16-byte aligned. kOnce: as a weight read once in the step (load_once), which is
+// arithmetic. k % 8 == 0, rows 16-byte aligned. kOnce: as a weight read once in the step (Chunk8::load), which is
 // what the GEMVs of one-row steps take (batch 1 +2.2% on the H200); in steps of 3 and 4 rows it cost 2.6-3.6%, whether
 // or not the expert GEMVs took it too (the cause is not known, docs/perf.md), so GEMVs of several rows load plainly.
 template <class TW, int B, bool kOnce>
@@ -35,13 +35,8 @@ struct GemvRow {
       : wr(static_cast<const TW*>(a.w) + j * a.ldw), n_chunks(static_cast<int>(a.k / 8)) {}
   __device__ __forceinline__ void load_batch(int c0) {
 #pragma unroll
-    for (int u = 0; u < B; ++u) {
-      if (c0 + u * 32 >= n_chunks) continue;
-      if constexpr (kOnce)
-        wc[u].load_once(wr + (c0 + u * 32) * 8);
-      else
-        wc[u].load(wr + (c0 + u * 32) * 8);
-    }
+    for (int u = 0; u < B; ++u)
+      if (c0 + u * 32 < n_chunks) wc[u].load(wr + (c0 + u * 32) * 8, kOnce);
   }
 };
 

@@ -62,11 +62,7 @@ __global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
         const int64_t c = c0 + 32 * b;
-        if (c >= n_chunks) continue;
-        if constexpr (kOnce)
-          cg[b].load_once(gate + c * 8), cu[b].load_once(up + c * 8);
-        else
-          cg[b].load(gate + c * 8), cu[b].load(up + c * 8);
+        if (c < n_chunks) cg[b].load(gate + c * 8, kOnce), cu[b].load(up + c * 8, kOnce);
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
@@ -121,12 +117,7 @@ __global__ void __launch_bounds__(kDownWarps * 32, 2) decode_down_kernel(ExpertA
     for (int r = 0; r < kDownRows; ++r)
 #pragma unroll
       for (int b = 0; b < kBatch; ++b)
-        if (r < rows && c0 + 32 * b < n_chunks) {
-          if constexpr (kOnce)
-            cw[r][b].load_once(w + r * a.inter + (c0 + 32 * b) * 8);
-          else
-            cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8);
-        }
+        if (r < rows && c0 + 32 * b < n_chunks) cw[r][b].load(w + r * a.inter + (c0 + 32 * b) * 8, kOnce);
   };
   const TW* first = warp < a.k ? expert_rows(warp) : nullptr;
   if (first) load_batch(first, lane);
@@ -187,7 +178,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_down_rowwise_kernel(Expert
 cudaError_t launch_moe_experts_decode(const ExpertArgs& a, DType x, DType w, DType out, const CudaStream& cs) {
   const unsigned pairs = static_cast<unsigned>(a.n * a.k), n = static_cast<unsigned>(a.n);
   cudaError_t err = cudaSuccess;
-  // A one-token step reads its experts' rows as weights read once (load_once), as the GEMVs of one row do theirs;
+  // A one-token step reads its experts' rows as weights read once (Chunk8::load), as the GEMVs of one row do theirs;
   // steps of more tokens load plainly (gemv.cuh's GemvRow says why).
   const auto go = [&](auto once) {
     constexpr bool kOnce = decltype(once)::value;

@@ -51,15 +51,18 @@ __device__ __forceinline__ uint4 ldg_evict_first(const uint4* p) {
   return u;
 }
 
-// Raw 16-byte chunks, so that several loads can be in flight before any is converted: load for weights (load_once
-// for those read once in a step, as ldg_evict_first), load_act for activations.
+// Raw 16-byte chunks, so that several loads can be in flight before any is converted: load for weights (once: a
+// weight read once in the step, as ldg_evict_first; a compile-time constant at the call sites), load_act for
+// activations.
 template <class T>
 struct Chunk8;
 template <>
 struct Chunk8<bf16> {
   uint4 u;
-  __device__ __forceinline__ void load(const bf16* p) { u = __ldg(reinterpret_cast<const uint4*>(p)); }
-  __device__ __forceinline__ void load_once(const bf16* p) { u = ldg_evict_first(reinterpret_cast<const uint4*>(p)); }
+  __device__ __forceinline__ void load(const bf16* p, bool once = false) {
+    const auto* q = reinterpret_cast<const uint4*>(p);
+    u = once ? ldg_evict_first(q) : __ldg(q);
+  }
   __device__ __forceinline__ void load_act(const bf16* p) { u = *reinterpret_cast<const uint4*>(p); }
   __device__ __forceinline__ float get(int i) const {
     const uint32_t w = i < 2 ? u.x : i < 4 ? u.y : i < 6 ? u.z : u.w;
@@ -69,15 +72,16 @@ struct Chunk8<bf16> {
 template <>
 struct Chunk8<float> {
   float4 a, b;
-  __device__ __forceinline__ void load(const float* p) {
-    a = __ldg(reinterpret_cast<const float4*>(p));
-    b = __ldg(reinterpret_cast<const float4*>(p) + 1);
-  }
-  __device__ __forceinline__ void load_once(const float* p) {
-    const uint4 ua = ldg_evict_first(reinterpret_cast<const uint4*>(p));
-    const uint4 ub = ldg_evict_first(reinterpret_cast<const uint4*>(p) + 1);
-    a = make_float4(__uint_as_float(ua.x), __uint_as_float(ua.y), __uint_as_float(ua.z), __uint_as_float(ua.w));
-    b = make_float4(__uint_as_float(ub.x), __uint_as_float(ub.y), __uint_as_float(ub.z), __uint_as_float(ub.w));
+  __device__ __forceinline__ void load(const float* p, bool once = false) {
+    if (once) {
+      const uint4 ua = ldg_evict_first(reinterpret_cast<const uint4*>(p));
+      const uint4 ub = ldg_evict_first(reinterpret_cast<const uint4*>(p) + 1);
+      a = make_float4(__uint_as_float(ua.x), __uint_as_float(ua.y), __uint_as_float(ua.z), __uint_as_float(ua.w));
+      b = make_float4(__uint_as_float(ub.x), __uint_as_float(ub.y), __uint_as_float(ub.z), __uint_as_float(ub.w));
+    } else {
+      a = __ldg(reinterpret_cast<const float4*>(p));
+      b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+    }
   }
   __device__ __forceinline__ void load_act(const float* p) {
     a = reinterpret_cast<const float4*>(p)[0];
