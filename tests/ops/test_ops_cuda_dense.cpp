@@ -35,15 +35,16 @@ TEST(OpsCuda, Embedding) {
 TEST(OpsCuda, Matmul) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
-  // {m, k}: k % 8 == 0 takes the GEMV (n <= 4) and cuBLASLt (bf16) paths, odd k the CUDA-core tile GEMM. The
-  // GEMV has a one-wave variant for matrices the device holds at once and another past that (9000 rows), and
-  // loads a bf16 row wider than 2048 in one batch (4104).
+  // {m, k}: k % 8 == 0 takes the GEMV (n <= 4), cuBLASLt (bf16 x bf16) and tensor-core (f32 x bf16: partial row
+  // and column tiles, 300 rows in three row tiles, k = 4104 ending in a partial k step) paths, odd k the CUDA-core
+  // tile GEMM. The GEMV has a one-wave variant for matrices the device holds at once and another past that (9000
+  // rows), and loads a bf16 row wider than 2048 in one batch (4104).
   const int64_t shapes[][2] = {{1, 1},      {17, 64},   {64, 17},    {1000, 33},
                                {37, 2049},  {130, 256}, {300, 2048}, {48, 4104}, {9000, 64}};
   for (DType xd : {DType::kF32, DType::kBF16})
     for (DType wd : {DType::kF32, DType::kBF16})
       for (const auto& mk : shapes)
-        for (int64_t n : {1, 2, 3, 4, 5, 7, 33, 70})
+        for (int64_t n : {1, 2, 3, 4, 5, 7, 33, 70, 300})
           for (bool with_bias : {false, true}) {
             const int64_t m = mk[0], k = mk[1];
             if (n * m * k > 20'000'000) continue;

@@ -1,12 +1,14 @@
 // matmul: out = x @ w^T (+ bias). Decode batches of 1..4 rows go through the bandwidth-bound GEMV of gemv.cuh; bf16 x
-// bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output); everything else (f32 activations or weights,
-// unaligned shapes) through the fp32 CUDA-core tile GEMM.
+// bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output); f32 x bf16 (Qwen3.5's fp32 hidden states) through the
+// tensor-core GEMM of tc_gemm.cuh, each f32 value split in three bf16 parts; everything else (f32 weights, unaligned
+// shapes) through the fp32 CUDA-core tile GEMM.
 #include <string>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemm_simt.cuh"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/tc_gemm.cuh"
 
 namespace ft::cuda {
 namespace {
@@ -133,6 +135,25 @@ Status matmul(const Tensor& x,     // [n, k] f32/bf16
       err = launch_gemv<decltype(tx), decltype(tw), decltype(to)>(x, w, out, cs);
     });
     FT_RETURN_IF_ERROR(cuda_status(err, "matmul (gemv)"));
+    done = true;
+  } else if (x.dtype == DType::kF32 && w.dtype == DType::kBF16 && vec) {
+    const TcGemmArgs g{.a = x.data(),
+                       .lda = x.stride[0],
+                       .w = w.ptr<const bf16>(),
+                       .w_stride = 0,
+                       .ldw = w.stride[0],
+                       .offsets = nullptr,
+                       .tiles = nullptr,
+                       .rows = n,
+                       .n_groups = 1,
+                       .n = m,
+                       .k = k,
+                       .out = out.data(),
+                       .ldo = out.stride[0]};
+    const int64_t row_tiles = (n + kTcRows - 1) / kTcRows;
+    const cudaError_t err = out.dtype == DType::kF32 ? launch_tc_gemm<false, float, float>(g, row_tiles, st)
+                                                     : launch_tc_gemm<false, float, bf16>(g, row_tiles, st);
+    FT_RETURN_IF_ERROR(cuda_status(err, "matmul (tensor-core f32 x bf16)"));
     done = true;
   } else if (x.dtype == DType::kBF16 && w.dtype == DType::kBF16 && k > 0) {
     const LtPlan& p = lt_plan(cs, x, w, out);

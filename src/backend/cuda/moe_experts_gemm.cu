@@ -1,5 +1,5 @@
-// moe_experts for prompt-sized steps: a grouped GEMM on tensor cores (mma.sync bf16 -> fp32), no host sync, so
-// a CUDA graph can replay it too.
+// moe_experts for prompt-sized steps: a grouped GEMM on tensor cores (tc_gemm.cuh), no host sync, so a CUDA graph
+// can replay it too.
 //  1. sort: the (token, expert) pairs are counted per expert, the counts scanned into row offsets and 128-row
 //     tile offsets, and each pair given a row among its expert's rows; the token rows are gathered there in bf16.
 //     f32 activations stay f32 there; the GEMMs split each f32 value in three bf16 parts (hi + mid + lo holds all
@@ -12,15 +12,12 @@
 // The grid is sized from host-known shapes (pairs / 128 + experts tiles at most); blocks past the last tile exit.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
-#include "backend/cuda/mma.cuh"
 #include "backend/cuda/moe_experts_gemm.cuh"
+#include "backend/cuda/tc_gemm.cuh"
 #include "backend/cuda/vec_load.cuh"
 
 namespace ft::cuda {
 namespace {
-
-constexpr int kBM = 128, kBN = 128, kBK = 32, kStages = 3, kThreads = 256;
-constexpr int kLds = kBK + 8;  // padded smem row (80 bytes): the 8 rows an ldmatrix reads hit distinct banks
 
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
@@ -32,7 +29,7 @@ __global__ void count_kernel(const int32_t* ids, int64_t ld, int64_t n, int64_t 
   if (e >= 0 && e < n_expert) atomicAdd(&counts[e], 1);
 }
 
-// One thread: offsets = exclusive scan of counts, cursor = offsets, tiles = exclusive scan of ceil(counts / kBM).
+// One thread: offsets = exclusive scan of counts, cursor = offsets, tiles = exclusive scan of ceil(counts / 128).
 __global__ void scan_kernel(const int32_t* counts, int64_t n_expert, int32_t* offsets, int32_t* cursor,
                             int32_t* tiles) {
   if (threadIdx.x != 0) return;
@@ -41,7 +38,7 @@ __global__ void scan_kernel(const int32_t* counts, int64_t n_expert, int32_t* of
     offsets[e] = cursor[e] = at;
     tiles[e] = tile;
     at += counts[e];
-    tile += (counts[e] + kBM - 1) / kBM;
+    tile += static_cast<int32_t>((counts[e] + kTcRows - 1) / kTcRows);
   }
   offsets[n_expert] = at;
   tiles[n_expert] = tile;
@@ -72,165 +69,6 @@ __global__ void gather_kernel(const TX* x, int64_t ldx, const int32_t* token_of,
   const uint4* src = reinterpret_cast<const uint4*>(x + int64_t{token_of[row]} * ldx);
   uint4* dst = reinterpret_cast<uint4*>(xg + row * d);
   for (int64_t c = threadIdx.x; c < d * int64_t{sizeof(TX)} / 16; c += blockDim.x) dst[c] = src[c];
-}
-
-struct GroupedArgs {
-  const void* a;              // [rows, k] TA, sorted by expert
-  const bf16* w;              // expert e's [*, k] weight rows at w + e * w_stride
-  int64_t w_stride;
-  const int32_t* offsets;     // [n_expert + 1] first row of each expert
-  const int32_t* tiles;       // [n_expert + 1] first 128-row tile of each expert
-  int64_t n_expert, n, k;     // n: output columns (gate_up: the intermediate size; the weights hold 2 n rows)
-  void* out;                  // gate_up: act TA [rows, n]; down: y f32 [rows, n]
-};
-
-// A tile in shared memory: bf16 rows padded to 40 elements (80 bytes: the 8 rows an ldmatrix reads hit distinct
-// banks); f32 rows padded to 40 floats (the float2 reads of a half warp hit distinct banks).
-template <class TA>
-constexpr int kLdsA = kBK + 8;
-template <class TA>
-constexpr size_t smem_bytes() {
-  return size_t{kStages} * (kBM * kLdsA<TA> * sizeof(TA) + kBN * kLds * sizeof(bf16));
-}
-
-// The A fragment (rows r, r + 8 of the warp's 16, k columns kk ..) of an f32 tile, split in three bf16 parts
-// hi + mid + lo that hold all 24 mantissa bits.
-__device__ __forceinline__ void split_fragment(const float* t, int ld, int r, int c, uint32_t (&hi)[4],
-                                               uint32_t (&mid)[4], uint32_t (&lo)[4]) {
-  const float2 v[4] = {*reinterpret_cast<const float2*>(t + r * ld + c),
-                       *reinterpret_cast<const float2*>(t + (r + 8) * ld + c),
-                       *reinterpret_cast<const float2*>(t + r * ld + c + 8),
-                       *reinterpret_cast<const float2*>(t + (r + 8) * ld + c + 8)};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float x = v[i].x, y = v[i].y;
-    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-    x -= __low2float(h), y -= __high2float(h);
-    const __nv_bfloat162 m = __floats2bfloat162_rn(x, y);
-    x -= __low2float(m), y -= __high2float(m);
-    hi[i] = *reinterpret_cast<const uint32_t*>(&h);
-    mid[i] = *reinterpret_cast<const uint32_t*>(&m);
-    lo[i] = pack_bf16x2(x, y);
-  }
-}
-
-// Block tile: 128 rows x 128 weight rows, k in steps of 32 through a 3-stage cp.async pipeline. Warp w computes
-// rows 64 (w / 4) .. +64 and tile columns 32 (w % 4) .. +32: 4 x 4 mma tiles of 16 x 8. In the SwiGLU form, the
-// warp's tile columns 0-15 are gate rows i0 + 16 (w % 4) .. +16 and columns 16-31 the up rows of the same i, so
-// each thread holds matching gate and up sums. f32 rows (TA float) take three MMAs per tile, one per bf16 part.
-template <bool kSwiglu, class TA>
-__global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GroupedArgs g) {
-  constexpr int kLdA = kLdsA<TA>, kAChunks = kBK * int{sizeof(TA)} / 16;  // 16-byte chunks per A tile row
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  TA* sa = reinterpret_cast<TA*>(smem_raw);                                           // [kStages][kBM][kLdA]
-  bf16* sb = reinterpret_cast<bf16*>(smem_raw + size_t{kStages} * kBM * kLdA * sizeof(TA));  // [kStages][kBN][kLds]
-  const int64_t tile = blockIdx.y;
-  if (tile >= g.tiles[g.n_expert]) return;
-  int64_t lo = 0, hi = g.n_expert - 1;  // the expert whose tiles hold `tile`: last e with tiles[e] <= tile
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) / 2;
-    if (g.tiles[mid] <= tile) lo = mid;
-    else hi = mid - 1;
-  }
-  const int64_t e = lo, row0 = g.offsets[e] + (tile - g.tiles[e]) * kBM;
-  const int rows = static_cast<int>(std::min<int64_t>(kBM, g.offsets[e + 1] - row0));
-  const int64_t col0 = blockIdx.x * int64_t{kSwiglu ? kBN / 2 : kBN};
-  const TA* a = static_cast<const TA*>(g.a);
-  const bf16* w = g.w + e * g.w_stride;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wm = warp / 4, wn = warp % 4;
-
-  // Weight row of smem tile row r (or -1 past the output columns).
-  auto weight_row = [&](int r) -> int64_t {
-    if (!kSwiglu) return col0 + r < g.n ? col0 + r : -1;
-    const int64_t i = col0 + 16 * (r / 32) + r % 16;
-    return i < g.n ? (r % 32 < 16 ? i : g.n + i) : -1;
-  };
-  auto load_stage = [&](int stage, int64_t k0) {
-    for (int c = tid; c < kBM * kAChunks; c += kThreads) {
-      const int r = c / kAChunks, col = c % kAChunks * (16 / int{sizeof(TA)});
-      const bool ok = r < rows && k0 + col < g.k;
-      cp_async16(sa + (stage * kBM + r) * kLdA + col, a + (ok ? (row0 + r) * g.k + k0 + col : 0), ok ? 16 : 0);
-    }
-    for (int c = tid; c < kBN * (kBK / 8); c += kThreads) {
-      const int r = c / (kBK / 8), col = c % (kBK / 8) * 8;
-      const int64_t src_row = weight_row(r);
-      const bool ok = src_row >= 0 && k0 + col < g.k;
-      cp_async16(sb + (stage * kBN + r) * kLds + col, w + (ok ? src_row * g.k + k0 + col : 0), ok ? 16 : 0);
-    }
-  };
-
-  float acc[4][4][4] = {};
-  const int64_t n_k = (g.k + kBK - 1) / kBK;
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_k) load_stage(s, s * kBK);
-    cp_async_commit();
-  }
-  for (int64_t kt = 0; kt < n_k; ++kt) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // stage kt is in; every warp is done with the stage the next load overwrites
-    if (kt + kStages - 1 < n_k) load_stage(static_cast<int>((kt + kStages - 1) % kStages), (kt + kStages - 1) * kBK);
-    cp_async_commit();
-    const TA* ta = sa + (kt % kStages) * kBM * kLdA;
-    const bf16* tb = sb + (kt % kStages) * kBN * kLds;
-#pragma unroll
-    for (int kk = 0; kk < kBK; kk += 16) {
-      uint32_t fb[4][2];
-#pragma unroll
-      for (int nj = 0; nj < 2; ++nj) {
-        uint32_t r[4];
-        ldmatrix_x4(r, tb + (32 * wn + 16 * nj + lane % 8 + lane / 16 * 8) * kLds + kk + lane / 8 % 2 * 8);
-        fb[2 * nj][0] = r[0], fb[2 * nj][1] = r[1], fb[2 * nj + 1][0] = r[2], fb[2 * nj + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
-        if constexpr (sizeof(TA) == 2) {
-          uint32_t fa[4];
-          ldmatrix_x4(fa, ta + (64 * wm + 16 * mi + lane % 16) * kLdA + kk + lane / 16 * 8);
-#pragma unroll
-          for (int ni = 0; ni < 4; ++ni) mma_bf16_16816(acc[mi][ni], fa, fb[ni][0], fb[ni][1]);
-        } else {
-          uint32_t fh[4], fm[4], fl[4];
-          split_fragment(ta, kLdA, 64 * wm + 16 * mi + lane / 4, kk + 2 * (lane % 4), fh, fm, fl);
-#pragma unroll
-          for (int ni = 0; ni < 4; ++ni) {
-            mma_bf16_16816(acc[mi][ni], fl, fb[ni][0], fb[ni][1]);
-            mma_bf16_16816(acc[mi][ni], fm, fb[ni][0], fb[ni][1]);
-            mma_bf16_16816(acc[mi][ni], fh, fb[ni][0], fb[ni][1]);
-          }
-        }
-      }
-    }
-  }
-  cp_async_wait<0>();
-
-  const int gr = lane / 4, tc = 2 * (lane % 4);
-#pragma unroll
-  for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = 64 * wm + 16 * mi + gr + 8 * half;
-      if (r >= rows) continue;
-      if constexpr (kSwiglu) {
-        TA* out = static_cast<TA*>(g.out) + (row0 + r) * g.n;
-#pragma unroll
-        for (int ni = 0; ni < 2; ++ni)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int64_t i = col0 + 16 * wn + 8 * ni + tc + j;
-            const float gate = acc[mi][ni][2 * half + j], up = acc[mi][ni + 2][2 * half + j];
-            if (i < g.n) out[i] = from_f32<TA>(gate / (1.0f + expf(-gate)) * up);
-          }
-      } else {
-        float* out = static_cast<float*>(g.out) + (row0 + r) * g.n;
-#pragma unroll
-        for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int64_t c = col0 + 32 * wn + 8 * ni + tc + j;
-            if (c < g.n) out[c] = acc[mi][ni][2 * half + j];
-          }
-      }
-    }
 }
 
 // out[t, :] = sum_j weights[t, j] * y[position[t k + j], :], j in order.
@@ -279,19 +117,6 @@ struct Layout {
   }
 };
 
-template <bool kSwiglu, class TA>
-cudaError_t launch_grouped(const GroupedArgs& g, int64_t pairs, cudaStream_t st) {
-  constexpr size_t smem = smem_bytes<TA>();
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      grouped_gemm_kernel<kSwiglu, TA>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (attr != cudaSuccess) return attr;
-  const int64_t cols = kSwiglu ? kBN / 2 : kBN;
-  const dim3 grid(static_cast<unsigned>((g.n + cols - 1) / cols),
-                  static_cast<unsigned>((pairs + kBM - 1) / kBM + g.n_expert));
-  grouped_gemm_kernel<kSwiglu, TA><<<grid, kThreads, smem, st>>>(g);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 size_t moe_experts_gemm_workspace_bytes(int64_t n_tokens, int64_t k, int64_t d, int64_t inter) {
@@ -310,7 +135,8 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
                         const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s) {
   const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0), inter = down.dim(2);
   const int64_t pairs = n * k;
-  if (pairs + kBM * n_expert > 65535LL * kBM) return shape_error("moe_experts", "too many pairs for one grouped GEMM");
+  if (pairs + kTcRows * n_expert > 65535 * kTcRows)
+    return shape_error("moe_experts", "too many pairs for one grouped GEMM");
   const Layout l(workspace.data(), pairs, kGemmMaxExperts, d, inter);
   const cudaStream_t st = cuda_stream(s).get();
   FT_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(l.counts, 0, 4 * static_cast<size_t>(n_expert + 1), st), "memset"));
@@ -324,11 +150,35 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
     using TA = decltype(tx);
     gather_kernel<TA><<<static_cast<unsigned>(pairs), 128, 0, st>>>(x.ptr<const TA>(), x.stride[0], l.token_of,
                                                                      l.offsets + n_expert, static_cast<TA*>(l.xg), d);
-    const GroupedArgs gu{l.xg, gate_up.ptr<const bf16>(), gate_up.stride[0], l.offsets, l.tiles, n_expert, inter, d,
-                         l.act};
-    err = launch_grouped<true, TA>(gu, pairs, st);
-    const GroupedArgs dn{l.act, down.ptr<const bf16>(), down.stride[0], l.offsets, l.tiles, n_expert, d, inter, l.y};
-    if (err == cudaSuccess) err = launch_grouped<false, TA>(dn, pairs, st);
+    const int64_t row_tiles = (pairs + kTcRows - 1) / kTcRows + n_expert;  // at most; blocks past the last exit
+    const TcGemmArgs gu{.a = l.xg,
+                        .lda = d,
+                        .w = gate_up.ptr<const bf16>(),
+                        .w_stride = gate_up.stride[0],
+                        .ldw = d,
+                        .offsets = l.offsets,
+                        .tiles = l.tiles,
+                        .rows = 0,
+                        .n_groups = n_expert,
+                        .n = inter,
+                        .k = d,
+                        .out = l.act,
+                        .ldo = inter};
+    err = launch_tc_gemm<true, TA, TA>(gu, row_tiles, st);
+    const TcGemmArgs dn{.a = l.act,
+                        .lda = inter,
+                        .w = down.ptr<const bf16>(),
+                        .w_stride = down.stride[0],
+                        .ldw = inter,
+                        .offsets = l.offsets,
+                        .tiles = l.tiles,
+                        .rows = 0,
+                        .n_groups = n_expert,
+                        .n = d,
+                        .k = inter,
+                        .out = l.y,
+                        .ldo = d};
+    if (err == cudaSuccess) err = launch_tc_gemm<false, TA, float>(dn, row_tiles, st);
   });
   FT_RETURN_IF_ERROR(cuda_status(err, "moe_experts (grouped GEMM)"));
   with_type(out.dtype, [&](auto to) {
