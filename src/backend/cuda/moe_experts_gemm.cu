@@ -151,34 +151,24 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
     gather_kernel<TA><<<static_cast<unsigned>(pairs), 128, 0, st>>>(x.ptr<const TA>(), x.stride[0], l.token_of,
                                                                      l.offsets + n_expert, static_cast<TA*>(l.xg), d);
     const int64_t row_tiles = (pairs + kTcRows - 1) / kTcRows + n_expert;  // at most; blocks past the last exit
-    const TcGemmArgs gu{.a = l.xg,
-                        .lda = d,
-                        .w = gate_up.ptr<const bf16>(),
-                        .w_stride = gate_up.stride[0],
-                        .ldw = d,
+    // The sorted rows a [P, k_in] by each expert's matrix in wt, n_out columns into out.
+    const auto grouped = [&](const void* a, int64_t k_in, const Tensor& wt, int64_t n_out, void* out) {
+      return TcGemmArgs{.a = a,
+                        .lda = k_in,
+                        .w = wt.ptr<const bf16>(),
+                        .w_stride = wt.stride[0],
+                        .ldw = k_in,
                         .offsets = l.offsets,
                         .tiles = l.tiles,
                         .rows = 0,
                         .n_groups = n_expert,
-                        .n = inter,
-                        .k = d,
-                        .out = l.act,
-                        .ldo = inter};
-    err = launch_tc_gemm<true, TA, TA>(gu, row_tiles, st);
-    const TcGemmArgs dn{.a = l.act,
-                        .lda = inter,
-                        .w = down.ptr<const bf16>(),
-                        .w_stride = down.stride[0],
-                        .ldw = inter,
-                        .offsets = l.offsets,
-                        .tiles = l.tiles,
-                        .rows = 0,
-                        .n_groups = n_expert,
-                        .n = d,
-                        .k = inter,
-                        .out = l.y,
-                        .ldo = d};
-    if (err == cudaSuccess) err = launch_tc_gemm<false, TA, float>(dn, row_tiles, st);
+                        .n = n_out,
+                        .k = k_in,
+                        .out = out,
+                        .ldo = n_out};
+    };
+    err = launch_tc_gemm<true, TA, TA>(grouped(l.xg, d, gate_up, inter, l.act), row_tiles, st);
+    if (err == cudaSuccess) err = launch_tc_gemm<false, TA, float>(grouped(l.act, inter, down, d, l.y), row_tiles, st);
   });
   FT_RETURN_IF_ERROR(cuda_status(err, "moe_experts (grouped GEMM)"));
   with_type(out.dtype, [&](auto to) {
