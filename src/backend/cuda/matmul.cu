@@ -151,6 +151,7 @@ Status matmul(const Tensor& x,     // [n, k] f32/bf16
                        .out = out.data(),
                        .ldo = out.stride[0]};
     const int64_t row_tiles = (n + kTcRows - 1) / kTcRows;
+    if (row_tiles > kTcMaxRowTiles) return shape_error("matmul", "too many rows for one launch");
     const cudaError_t err = out.dtype == DType::kF32 ? launch_tc_gemm<false, float, float>(g, row_tiles, st)
                                                      : launch_tc_gemm<false, float, bf16>(g, row_tiles, st);
     FT_RETURN_IF_ERROR(cuda_status(err, "matmul (tensor-core f32 x bf16)"));

@@ -92,10 +92,11 @@ __global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_
 constexpr int kDownWarps = 8;
 constexpr int kDownRows = 4;   // output rows per block
 constexpr int kDownMaxK = 32;  // experts per token the block-per-rows down kernel takes
-// 16-byte chunks of each bf16 row in flight per lane, and blocks an SM: a one-token step keeps a whole 768-wide row in
-// flight at 2 blocks an SM; steps of several tokens keep 3 chunks at 3 blocks an SM (80 registers), so that 4 tokens'
-// 2048 blocks take 5.2 waves instead of 7.8 (H200: batch 4 +2.4%, batch 3 after an 8192-token prompt +1.9%; one-token
-// steps lost 0.7% this way, docs/perf.md). The chunks are summed in the same order either way.
+// 16-byte chunks of each bf16 row in flight per lane, and blocks an SM: one-token steps keep 4 (a whole row up to 1024
+// wide) at 2 blocks an SM; steps of several tokens keep 3 (a whole 768-wide row, Qwen3-30B-A3B's) at 3 blocks an SM
+// (80 registers), so that 4 tokens' 2048 blocks take 5.2 waves instead of 7.8 (H200: batch 4 +2.4%, batch 3 after an
+// 8192-token prompt +1.9%; one-token steps lost 0.7% this way, docs/perf.md). The chunks are summed in the same order
+// either way. f32 weights take half the chunks, rounded down (twice the registers each; 2 at 80 registers spill).
 template <bool kOnce>
 inline constexpr int kDownBatch = kOnce ? 4 : 3;
 template <bool kOnce>
@@ -110,7 +111,6 @@ inline constexpr int kDownBlocks = kOnce ? 2 : 3;
 template <class TW, class TO, bool kOnce>
 __global__ void __launch_bounds__(kDownWarps * 32, kDownBlocks<kOnce>) decode_down_kernel(ExpertArgs a) {
   __shared__ float part[kDownMaxK][kDownRows];
-  // f32 chunks take twice the registers
   constexpr int kBatch = sizeof(TW) == 2 ? kDownBatch<kOnce> : kDownBatch<kOnce> / 2;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t r0 = blockIdx.x * int64_t{kDownRows}, t = blockIdx.y, n_chunks = a.inter / 8;

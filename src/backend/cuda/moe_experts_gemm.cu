@@ -1,9 +1,9 @@
 // moe_experts for prompt-sized steps: a grouped GEMM on tensor cores (tc_gemm.cuh), no host sync, so a CUDA graph
 // can replay it too.
 //  1. sort: the (token, expert) pairs are counted per expert, the counts scanned into row offsets and 128-row
-//     tile offsets, and each pair given a row among its expert's rows; the token rows are gathered there in bf16.
-//     f32 activations stay f32 there; the GEMMs split each f32 value in three bf16 parts (hi + mid + lo holds all
-//     24 mantissa bits) and run one MMA per part, so f32 steps keep fp32 accuracy at three times the MMA work.
+//     tile offsets, and each pair given a row among its expert's rows; the token rows are gathered there in the
+//     activation dtype (f32 or bf16); the GEMMs split each f32 value in three bf16 parts (hi + mid + lo holds all 24
+//     mantissa bits) and run one MMA per part, so f32 steps keep fp32 accuracy at three times the MMA work.
 //  2. gate_up: one block per (128-row tile of one expert, 64 intermediate columns) multiplies the expert's rows by
 //     64 gate rows and the matching 64 up rows of the expert's weights, and stores silu(gate) * up (activation
 //     dtype).
@@ -135,7 +135,7 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
                         const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s) {
   const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0), inter = down.dim(2);
   const int64_t pairs = n * k;
-  if (pairs + kTcRows * n_expert > 65535 * kTcRows)
+  if (pairs + kTcRows * n_expert > kTcMaxRowTiles * kTcRows)
     return shape_error("moe_experts", "too many pairs for one grouped GEMM");
   const Layout l(workspace.data(), pairs, kGemmMaxExperts, d, inter);
   const cudaStream_t st = cuda_stream(s).get();

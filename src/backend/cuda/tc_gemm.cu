@@ -7,7 +7,7 @@ namespace ft::cuda {
 namespace {
 
 constexpr int kBM = static_cast<int>(kTcRows), kBN = 128, kBK = 32, kStages = 3, kThreads = 256;
-constexpr int kLds = kBK + 8;  // padded smem row (80 bytes): the 8 rows an ldmatrix reads hit distinct banks
+constexpr int kLds = kBK + 8;
 
 // A tile in shared memory: bf16 rows padded to 40 elements (80 bytes: the 8 rows an ldmatrix reads hit distinct
 // banks); f32 rows padded to 40 floats (the float2 reads of a half warp hit distinct banks).
@@ -61,7 +61,6 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
     }
     e = lo, row0 = g.offsets[e] + (tile - g.tiles[e]) * kBM, row_end = g.offsets[e + 1];
   }
-  if (row0 >= row_end) return;
   const int rows = static_cast<int>(std::min<int64_t>(kBM, row_end - row0));
   const int64_t col0 = blockIdx.x * int64_t{kSwiglu ? kBN / 2 : kBN};
   const TA* a = static_cast<const TA*>(g.a);
@@ -189,7 +188,6 @@ cudaError_t launch_tc_gemm(const TcGemmArgs& g, int64_t row_tiles, cudaStream_t 
       tc_gemm_kernel<kSwiglu, TA, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   const int64_t cols = kSwiglu ? kBN / 2 : kBN;
-  if (row_tiles > 65535) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>((g.n + cols - 1) / cols), static_cast<unsigned>(row_tiles));
   tc_gemm_kernel<kSwiglu, TA, TO><<<grid, kThreads, smem, st>>>(g);
   return cudaGetLastError();

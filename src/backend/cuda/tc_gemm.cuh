@@ -27,9 +27,11 @@ struct TcGemmArgs {
   int64_t ldo;
 };
 
-// Launches the GEMM over row_tiles 128-row tiles (at least the tiles the groups hold; blocks past them exit) on st.
-// kSwiglu: out = silu(a @ gate^T) * (a @ up^T) in TA, gate rows i and up rows n + i of each weight matrix; else
-// out = a @ w^T in TO. TA f32 or bf16; rows 16-byte aligned, k % 8 == 0.
+// Launches the GEMM over row_tiles 128-row tiles (at least the tiles the groups hold, at most kTcMaxRowTiles; blocks
+// past them exit) on st. kSwiglu: out = silu(a @ gate^T) * (a @ up^T) in TA, gate rows i and up rows n + i of each
+// weight matrix; else out = a @ w^T in TO. TA f32 or bf16; rows 16-byte aligned, k % 8 == 0. An infinite f32 value of
+// a comes out NaN (its split parts are inf - inf).
+inline constexpr int64_t kTcMaxRowTiles = 65535;  // the grid's y dimension
 template <bool kSwiglu, class TA, class TO>
 cudaError_t launch_tc_gemm(const TcGemmArgs& g, int64_t row_tiles, cudaStream_t st);
 
