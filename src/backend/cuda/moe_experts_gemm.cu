@@ -135,8 +135,8 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
                         const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s) {
   const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0), inter = down.dim(2);
   const int64_t pairs = n * k;
-  if (pairs + kTcRows * n_expert > kTcMaxRowTiles * kTcRows)
-    return shape_error("moe_experts", "too many pairs for one grouped GEMM");
+  const int64_t row_tiles = (pairs + kTcRows - 1) / kTcRows + n_expert;  // at most; blocks past the last exit
+  if (row_tiles > kTcMaxRowTiles) return shape_error("moe_experts", "too many pairs for one grouped GEMM");
   const Layout l(workspace.data(), pairs, kGemmMaxExperts, d, inter);
   const cudaStream_t st = cuda_stream(s).get();
   FT_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(l.counts, 0, 4 * static_cast<size_t>(n_expert + 1), st), "memset"));
@@ -149,8 +149,7 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
   with_type(x.dtype, [&](auto tx) {
     using TA = decltype(tx);
     gather_kernel<TA><<<static_cast<unsigned>(pairs), 128, 0, st>>>(x.ptr<const TA>(), x.stride[0], l.token_of,
-                                                                     l.offsets + n_expert, static_cast<TA*>(l.xg), d);
-    const int64_t row_tiles = (pairs + kTcRows - 1) / kTcRows + n_expert;  // at most; blocks past the last exit
+                                                                    l.offsets + n_expert, static_cast<TA*>(l.xg), d);
     // The sorted rows a [P, k_in] by each expert's matrix in wt, n_out columns into out.
     const auto grouped = [&](const void* a, int64_t k_in, const Tensor& wt, int64_t n_out, void* out) {
       return TcGemmArgs{.a = a,
