@@ -2,7 +2,7 @@
 // only, grouped top-k (DeepSeek: groups ranked by the sum of their top-2 biased scores, experts outside the
 // topk_group best get 0), then k rounds of a warp arg-max (ties to the lowest index, as the CPU op),
 // renormalisation and scaling. Ids come out by descending selection score. Ungrouped routing over up to 256
-// experts keeps the scores in registers (moe_route_fast_kernel).
+// experts ranks every expert at once instead (moe_route_fast_kernel).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/pdl.cuh"
@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_route_kernel(RouteArgs a) {
   }
 }
 
-constexpr int kFastPerLane = 8;  // the register path: up to 256 experts, 8 per lane
-constexpr int64_t kFastMaxExperts = 32 * kFastPerLane;
+constexpr int kFastMaxExperts = 256;  // the rank path: a block per token, a thread per expert
 
 // A float's order as an unsigned key (larger float, larger key); -0 is folded into +0 so that they tie.
 __device__ __forceinline__ uint32_t order_key(float v) {
@@ -117,69 +116,74 @@ __device__ __forceinline__ uint32_t order_key(float v) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-// Ungrouped routing with every score in registers (expert e = lane + 32 i at slot i of its lane): each of the k
-// rounds is two warp reductions (the largest key, then the lowest expert holding it), not a shuffle tree over
-// (value, index) pairs and shared memory. Same selections, ties and weights as moe_route_kernel.
-__global__ void __launch_bounds__(kWarps * 32) moe_route_fast_kernel(RouteArgs a) {
+// Max and sum over the block (at most kFastMaxExperts threads) with one barrier each: every thread reads the warps'
+// partial results itself, in warp order. red: kFastMaxExperts / 32 floats of shared memory per reduction.
+__device__ __forceinline__ float route_block_max(float v, float* red) {
+  v = warp_max(v);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) v = fmaxf(v, red[w]);
+  return v;
+}
+__device__ __forceinline__ float route_block_sum(float v, float* red) {
+  v = warp_sum(v);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) v += red[w];
+  return v;
+}
+
+// Ungrouped routing of token blockIdx.x, expert threadIdx.x: the scores by block reductions, then every expert's
+// rank counted against all the experts at once: rank = how many experts have a larger 64-bit key (the selection
+// key above, 0xffffffff - id below, so that an equal score goes to the lower id). The experts ranked below k are the
+// picks, in rank order. One round of independent compares instead of k dependent warp arg-max rounds (a token of
+// Qwen3-30B-A3B: 2.2 us added a layer against 3.9; docs/perf.md). Same selections, ties and weights as
+// moe_route_kernel.
+__global__ void __launch_bounds__(kFastMaxExperts) moe_route_fast_kernel(RouteArgs a) {
+  __shared__ float red_max[kFastMaxExperts / 32], red_sum[kFastMaxExperts / 32];
+  __shared__ __align__(16) uint64_t keys[kFastMaxExperts];  // [blockDim.x]: 0 past n_expert, below every expert's
+  __shared__ int32_t pick_id[32];
+  __shared__ float pick_w[32];
+  const int e = static_cast<int>(threadIdx.x), n_expert = static_cast<int>(a.n_expert), k = static_cast<int>(a.k);
+  const bool valid = e < n_expert;
+  const float bias = valid && a.bias ? a.bias[e] : 0.0f;  // a weight: read before the wait
   pdl_wait_then_release();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t t = blockIdx.x * int64_t{kWarps} + warp;
-  if (t >= a.n) return;
-  const float* lg = a.logits + t * a.logits_ld;
-  float score[kFastPerLane], choice[kFastPerLane];
-#pragma unroll
-  for (int i = 0; i < kFastPerLane; ++i) {
-    const int e = lane + 32 * i;
-    score[i] = e < a.n_expert ? lg[e] : -INFINITY;
-  }
+  const int64_t t = blockIdx.x;
+  const float lg = valid ? a.logits[t * a.logits_ld + e] : -INFINITY;
+  float score;
   if (a.sigmoid) {
-#pragma unroll
-    for (int i = 0; i < kFastPerLane; ++i) score[i] = 1.0f / (1.0f + expf(-score[i]));
+    score = 1.0f / (1.0f + expf(-lg));
   } else {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < kFastPerLane; ++i) mx = fmaxf(mx, score[i]);
-    mx = warp_max(mx);
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kFastPerLane; ++i) {
-      score[i] = lane + 32 * i < a.n_expert ? expf(score[i] - mx) : 0.0f;
-      sum += score[i];
+    const float mx = route_block_max(lg, red_max);
+    const float ex = valid ? expf(lg - mx) : 0.0f;
+    score = ex / route_block_sum(ex, red_sum);
+  }
+  const uint64_t key =
+      valid ? uint64_t{order_key(a.bias ? score + bias : score)} << 32 | (0xffffffffu - static_cast<uint32_t>(e)) : 0;
+  keys[e] = key;
+  __syncthreads();
+  if (valid) {
+    int r[2] = {};  // two partial counts: the adds stay independent
+    const ulonglong2* k2 = reinterpret_cast<const ulonglong2*>(keys);
+#pragma unroll 8
+    for (int j = 0; j < static_cast<int>(blockDim.x) / 2; ++j) {
+      const ulonglong2 q = k2[j];
+      r[0] += q.x > key;
+      r[1] += q.y > key;
     }
-    sum = warp_sum(sum);
-#pragma unroll
-    for (int i = 0; i < kFastPerLane; ++i) score[i] /= sum;
+    const int rank = r[0] + r[1];
+    if (rank < k) pick_id[rank] = e, pick_w[rank] = score;
   }
-#pragma unroll
-  for (int i = 0; i < kFastPerLane; ++i) {
-    const int e = lane + 32 * i;
-    choice[i] = e < a.n_expert ? (a.bias ? score[i] + a.bias[e] : score[i]) : 0.0f;
-  }
-  int32_t my_id = 0;  // lane j keeps the j-th pick
-  float my_w = 0.0f;
-  for (int j = 0; j < a.k; ++j) {
-    uint32_t best = 0;  // below every valid key: experts past n_expert are never picked
-    int best_i = 0;
-#pragma unroll
-    for (int i = 0; i < kFastPerLane; ++i) {
-      const uint32_t key = lane + 32 * i < a.n_expert ? order_key(choice[i]) : 0u;
-      if (key > best) best = key, best_i = i;
-    }
-    const uint32_t top = __reduce_max_sync(0xffffffffu, best);
-    const uint32_t e = __reduce_min_sync(0xffffffffu, best == top ? static_cast<uint32_t>(lane + 32 * best_i) : ~0u);
-    float w = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kFastPerLane; ++i)
-      if (static_cast<uint32_t>(lane + 32 * i) == e) w = score[i], choice[i] = -INFINITY;  // taken
-    w = __shfl_sync(0xffffffffu, w, static_cast<int>(e & 31));
-    if (lane == j) my_id = static_cast<int32_t>(e), my_w = w;
-  }
+  __syncthreads();
+  if (e >= 32) return;
   float sum = 0.0f;  // in pick order, as the other kernel and the CPU op
-  for (int j = 0; j < a.k; ++j) sum += __shfl_sync(0xffffffffu, my_w, j);
+  for (int j = 0; j < k; ++j) sum += pick_w[j];
   const float denom = a.sigmoid ? sum + 1e-20f : sum;
-  if (lane < a.k) {
-    a.ids[t * a.ids_ld + lane] = my_id;
-    a.weights[t * a.weights_ld + lane] = (a.norm_topk ? my_w / denom : my_w) * a.scale;
+  if (e < k) {
+    a.ids[t * a.ids_ld + e] = pick_id[e];
+    a.weights[t * a.weights_ld + e] = (a.norm_topk ? pick_w[e] / denom : pick_w[e]) * a.scale;
   }
 }
 
@@ -210,11 +214,12 @@ Status moe_route(const Tensor& logits,   // [n, n_expert] f32
   const size_t smem = kWarps * (2 * n_expert + kMaxGroups) * sizeof(float);
   const CudaStream& cs = cuda_stream(s);
   const bool fast = p.n_group == 1 && n_expert <= kFastMaxExperts && k <= 32;
-  return cuda_status(fast ? launch_pdl(cs.pdl(), moe_route_fast_kernel, dim3(grid_for(n, kWarps)), dim3(kWarps * 32), 0,
-                                       cs.get(), a)
-                          : launch_pdl(cs.pdl(), moe_route_kernel, dim3(grid_for(n, kWarps)), dim3(kWarps * 32), smem,
-                                       cs.get(), a),
-                     "moe_route");
+  const unsigned fast_block = static_cast<unsigned>((n_expert + 31) / 32 * 32);
+  return cuda_status(
+      fast ? launch_pdl(cs.pdl(), moe_route_fast_kernel, dim3(static_cast<unsigned>(n)), dim3(fast_block), 0, cs.get(),
+                        a)
+           : launch_pdl(cs.pdl(), moe_route_kernel, dim3(grid_for(n, kWarps)), dim3(kWarps * 32), smem, cs.get(), a),
+      "moe_route");
 }
 
 }  // namespace ft::cuda
