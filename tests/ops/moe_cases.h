@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <string>
@@ -36,10 +37,15 @@ struct RouteProblem {
   std::string label;
 };
 
-inline RouteProblem make_route_problem(const OpTable& ref, Stream& ref_stream, const RouteCase& c, int64_t n) {
+// tied: the logits rounded to multiples of 0.5, so that many scores tie (a tie goes to the lower expert id).
+inline RouteProblem make_route_problem(const OpTable& ref, Stream& ref_stream, const RouteCase& c, int64_t n,
+                                       bool tied = false) {
   RouteProblem r;
   r.logits = make_tensor(DType::kF32, {n, c.n_expert});
   fill_normal(r.logits, 100 + static_cast<uint64_t>(c.n_expert + n), 2.0);
+  if (tied)
+    for (int64_t i = 0; i < r.logits.numel(); ++i)
+      r.logits.ptr<float>()[i] = std::round(2.0f * r.logits.ptr<float>()[i]) / 2.0f;
   if (c.bias) {
     r.bias = make_tensor(DType::kF32, {c.n_expert});
     fill_normal(r.bias, 101, 0.5);
@@ -50,7 +56,8 @@ inline RouteProblem make_route_problem(const OpTable& ref, Stream& ref_stream, c
   FT_CHECK(ref.moe_route(r.logits, r.bias, r.ids_want, r.w_want, r.params, ref_stream).ok());
   r.label = "moe_route E=" + std::to_string(c.n_expert) + " k=" + std::to_string(c.k) + " groups " +
             std::to_string(c.n_group) + "/" + std::to_string(c.topk_group) +
-            (c.scoring == RouterScoring::kSigmoid ? " sigmoid" : " softmax") + " n=" + std::to_string(n);
+            (c.scoring == RouterScoring::kSigmoid ? " sigmoid" : " softmax") + " n=" + std::to_string(n) +
+            (tied ? " tied" : "");
   return r;
 }
 

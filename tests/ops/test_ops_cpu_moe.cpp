@@ -15,15 +15,16 @@ namespace {
 TEST(OpsCpu, MoeRoute) {
   OpEnv env;
   for (const RouteCase& c : kRouteCases)
-    for (int64_t n : {1, 7, 33}) {
-      const RouteProblem r = make_route_problem(env.ref, env.ref_stream, c, n);
-      Tensor ids_got = make_tensor(DType::kI32, {n, c.k}), w_got = make_tensor(DType::kF32, {n, c.k});
-      for_each_isa([&](const std::string& isa) {
-        ASSERT_TRUE(env.cpu.moe_route(r.logits, r.bias, ids_got, w_got, r.params, env.cpu_stream).ok());
-        expect_equal_ints(ids_got, r.ids_want, r.label + isa + " ids");
-        expect_close(w_got, r.w_want, 1e-12, r.label + isa + " weights");
-      });
-    }
+    for (int64_t n : {1, 7, 33})
+      for (bool tied : {false, true}) {
+        const RouteProblem r = make_route_problem(env.ref, env.ref_stream, c, n, tied);
+        Tensor ids_got = make_tensor(DType::kI32, {n, c.k}), w_got = make_tensor(DType::kF32, {n, c.k});
+        for_each_isa([&](const std::string& isa) {
+          ASSERT_TRUE(env.cpu.moe_route(r.logits, r.bias, ids_got, w_got, r.params, env.cpu_stream).ok());
+          expect_equal_ints(ids_got, r.ids_want, r.label + isa + " ids");
+          expect_close(w_got, r.w_want, 1e-12, r.label + isa + " weights");
+        });
+      }
 }
 
 TEST(OpsCpu, MoeExperts) {

@@ -82,16 +82,17 @@ TEST(OpsCuda, MoeRoute) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
   for (const RouteCase& c : kRouteCases)
-    for (int64_t n : {1, 7, 33}) {
-      const RouteProblem r = make_route_problem(env.ref, env.ref_stream, c, n);
-      const Tensor ids_got = env.empty(DType::kI32, {n, c.k}), w_got = env.empty(DType::kF32, {n, c.k});
-      ASSERT_TRUE(env.ops()
-                      .moe_route(env.up(r.logits), c.bias ? env.up(r.bias) : Tensor{}, ids_got, w_got, r.params,
-                                 env.stream())
-                      .ok());
-      expect_equal_ints(env.down(ids_got), r.ids_want, r.label + " ids");
-      expect_close(env.down(w_got), r.w_want, 1e-12, r.label + " weights");
-    }
+    for (int64_t n : {1, 7, 33})
+      for (bool tied : {false, true}) {
+        const RouteProblem r = make_route_problem(env.ref, env.ref_stream, c, n, tied);
+        const Tensor ids_got = env.empty(DType::kI32, {n, c.k}), w_got = env.empty(DType::kF32, {n, c.k});
+        ASSERT_TRUE(
+            env.ops()
+                .moe_route(env.up(r.logits), c.bias ? env.up(r.bias) : Tensor{}, ids_got, w_got, r.params, env.stream())
+                .ok());
+        expect_equal_ints(env.down(ids_got), r.ids_want, r.label + " ids");
+        expect_close(env.down(w_got), r.w_want, 1e-12, r.label + " weights");
+      }
 }
 
 TEST(OpsCuda, MoeExperts) {
