@@ -189,38 +189,51 @@ __global__ void __launch_bounds__(kThreads)
     if (t == 0) r[D] = m[i], r[D + 1] = sum;
   }
   __syncthreads();
+  // Per query head r of the group: the warps' factors exp2(m_w - max), then the sum and the max (log2 units), formed
+  // once by thread r; every output of the row then sums its warps' values with them, loads in flight together.
+  __shared__ float coef[16][kWarps + 2];
   __shared__ float range_m[16], range_l[16];  // the cluster merge's: this range's max (log2 units) and sum per head
-  for (int i = threadIdx.x; i < group * D; i += kThreads) {
-    const int r = i / D, c = i % D, h = kvh * group + r;
+  if (static_cast<int>(threadIdx.x) < group) {
+    const int r = static_cast<int>(threadIdx.x), h = kvh * group + r;
     float sink = -INFINITY;  // the sink joins the softmax once: in split 0
     if (a.sinks && split == 0)
       sink = (a.sinks_bf16 ? __bfloat162float(static_cast<const bf16*>(a.sinks)[h])
                            : static_cast<const float*>(a.sinks)[h]) * kLog2e;
     float mx = sink;
     for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, ws[(w * 16 + r) * kRowF + D]);
-    float num = 0.0f, den = 0.0f;
-    if (mx != -INFINITY) {
-      den = sink == -INFINITY ? 0.0f : exp2_ftz(sink - mx);
-      for (int w = 0; w < kWarps; ++w) {
-        const float* wr = ws + (w * 16 + r) * kRowF;
-        const float f = exp2_ftz(wr[D] - mx);
-        num += f * wr[c];
-        den += f * wr[D + 1];
-      }
+    float den = 0.0f;
+    if (mx != -INFINITY) den = sink == -INFINITY ? 0.0f : exp2_ftz(sink - mx);
+    for (int w = 0; w < kWarps; ++w) {
+      const float* wr = ws + (w * 16 + r) * kRowF;
+      const float f = mx != -INFINITY ? exp2_ftz(wr[D] - mx) : 0.0f;
+      coef[r][w] = f;
+      den += f * wr[D + 1];
     }
+    coef[r][kWarps] = den;
+    coef[r][kWarps + 1] = mx;
+    range_m[r] = mx, range_l[r] = den;
+  }
+  __syncthreads();
+#pragma unroll 4
+  for (int i = threadIdx.x; i < group * D; i += kThreads) {
+    const int r = i / D, c = i % D, h = kvh * group + r;
+    float num = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) num += coef[r][w] * ws[(w * 16 + r) * kRowF + c];
+    const float den = coef[r][kWarps];
     if (n_used == 1) {
       TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + int64_t{h} * a.o_head;
       out[c] = from_f32<TO>(den > 0.0f ? num / den : 0.0f);
-      continue;
-    }
-    if (kClusterMerge) {  // warp 0's row r, column c: read above by this thread only
+    } else if (kClusterMerge) {  // warp 0's row r, column c: read above by this thread only
       ws[r * kRowF + c] = num;
-      if (c == 0) range_m[r] = mx, range_l[r] = den;
-      continue;
+    } else {
+      float* part = partial + ((int64_t{row} * a.n_head + h) * n_split + split) * (D + 2);  // attention.cu's layout
+      part[c] = num;
+      if (c == 0) {
+        const float mx = coef[r][kWarps + 1];
+        part[D] = mx == -INFINITY ? -INFINITY : mx / kLog2e, part[D + 1] = den;
+      }
     }
-    float* part = partial + ((int64_t{row} * a.n_head + h) * n_split + split) * (D + 2);  // attention.cu's layout
-    part[c] = num;
-    if (c == 0) part[D] = mx == -INFINITY ? -INFINITY : mx / kLog2e, part[D + 1] = den;
   }
   if (kClusterMerge && n_used > 1) merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, range_m, range_l);
 }
