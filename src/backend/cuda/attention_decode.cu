@@ -118,8 +118,10 @@ __global__ void __launch_bounds__(kThreads)
   const int first = k0 + kKeys * warp, step = kKeys * kWarps;  // the warp's tiles
   const int64_t first_off = first < k1 ? key_offset(first) : -1;
   pdl_wait_then_release();
-  // A cluster's ranges past the row's keys stay for its barriers (their states are empty and unread).
-  if (!kClusterMerge && split >= n_used) return;
+  // Ranges past the row's keys end here, except in a cluster that merges several ranges: there they stay for its
+  // barriers (their states are empty and unread). A row of one range runs no barrier, and its empty ranges must not
+  // reach the output loop below, where each would write its zeros over range 0's output.
+  if (split >= n_used && (!kClusterMerge || n_used == 1)) return;
   if (!kClusterMerge && n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
 
   // The group's query heads as rows (rows past the group zero).
