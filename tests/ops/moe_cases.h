@@ -24,10 +24,17 @@ struct RouteCase {
 
 // Softmax (Qwen3-MoE) and sigmoid with a correction bias and grouped top-k (DeepSeek-V3), renormalised or not.
 inline constexpr RouteCase kRouteCases[] = {
-    {8, 1, 1, 1, RouterScoring::kSoftmax, false, false, 1.0f},  {8, 2, 1, 1, RouterScoring::kSoftmax, false, true, 1.0f},
-    {128, 8, 1, 1, RouterScoring::kSoftmax, false, true, 1.0f}, {128, 8, 1, 1, RouterScoring::kSigmoid, true, true, 2.5f},
-    {64, 8, 8, 4, RouterScoring::kSigmoid, true, true, 2.5f},   {128, 8, 8, 3, RouterScoring::kSigmoid, true, false, 1.0f},
-    {32, 4, 4, 2, RouterScoring::kSoftmax, true, true, 1.5f},   {256, 8, 8, 4, RouterScoring::kSigmoid, true, true, 2.5f},
+    {8, 1, 1, 1, RouterScoring::kSoftmax, false, false, 1.0f},
+    {8, 2, 1, 1, RouterScoring::kSoftmax, false, true, 1.0f},
+    {128, 8, 1, 1, RouterScoring::kSoftmax, false, true, 1.0f},
+    {128, 8, 1, 1, RouterScoring::kSigmoid, true, true, 2.5f},
+    {64, 8, 8, 4, RouterScoring::kSigmoid, true, true, 2.5f},
+    {128, 8, 8, 3, RouterScoring::kSigmoid, true, false, 1.0f},
+    {32, 4, 4, 2, RouterScoring::kSoftmax, true, true, 1.5f},
+    {256, 8, 8, 4, RouterScoring::kSigmoid, true, true, 2.5f},
+    // No bias, so that the tied variants tie the selection too: sigmoid scores, and the grouped path.
+    {128, 8, 1, 1, RouterScoring::kSigmoid, false, true, 1.0f},
+    {64, 6, 4, 2, RouterScoring::kSoftmax, false, true, 1.0f},
 };
 
 struct RouteProblem {

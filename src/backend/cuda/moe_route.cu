@@ -208,6 +208,7 @@ Status moe_route(const Tensor& logits,   // [n, n_expert] f32
       p.topk_group > p.n_group || (p.n_group > 1 && (group_size < 2 || k > p.topk_group * group_size)))
     return shape_error("moe_route", "bad grouping");
   if (n == 0) return ok_status();
+  if (n > INT32_MAX) return shape_error("moe_route", "more than 2^31 - 1 tokens");
   const RouteArgs a{logits.ptr<const float>(), logits.stride[0], bias.defined() ? bias.ptr<const float>() : nullptr,
                     ids.ptr<int32_t>(), ids.stride[0], weights.ptr<float>(), weights.stride[0], n, n_expert, k,
                     p.n_group, p.topk_group, p.scoring == RouterScoring::kSigmoid, p.norm_topk, p.scale};
