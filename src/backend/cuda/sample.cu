@@ -149,9 +149,12 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
     __syncthreads();
     inc += warp > 0 ? sh.f32[warp - 1] : 0.0f;
     const float total = sh.f32[kWarps - 1], target = u * total, excl = inc - own;
-    // The thread whose range holds the target walks it; the last thread with mass takes a target past the total.
+    // The first thread with mass whose running total passes the target walks its range; the last thread with mass
+    // takes a target past every total. One thread, chosen by reductions: the scan's rounding can leave neighbouring
+    // threads' ranges [inc - own, inc) overlapping or apart, so testing each range alone could pick two or none.
+    const uint64_t first_past = block_max_u64(own > 0 && target < inc ? kThreads - threadIdx.x : 0, sh);
     const bool last_with_mass = block_max_u64(own > 0 ? threadIdx.x + 1 : 0, sh) == threadIdx.x + 1;
-    if (own > 0 && ((excl <= target && target < inc) || (last_with_mass && target >= inc))) {
+    if (first_past > 0 ? first_past == kThreads - threadIdx.x : last_with_mass) {
       float cum = excl;
       int64_t pick = -1;
       for (int64_t i = b; i < e; ++i) {
