@@ -32,10 +32,10 @@ struct Smem {
 
 // Merges the output slice of this block of a row and KV head's cluster (the group's group x D outputs divided over the
 // n_split blocks) from the n_used ranges' states: range s's block holds its O rows (ws, row pitch D + 3) and their
-// max (log2 units) and sum (range_m, range_l) in its shared memory.
+// sum and max (log2 units) (columns kWarps and kWarps + 1 of coef [16][kWarps + 2]) in its shared memory.
 template <int D, class TO>
 __device__ void merge_ranges_in_cluster(const TileAttnArgs& a, int row, int kvh, int n_split, int n_used, float* ws,
-                                        float* range_m, float* range_l) {
+                                        float* coef) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -49,8 +49,8 @@ __device__ void merge_ranges_in_cluster(const TileAttnArgs& a, int row, int kvh,
 #pragma unroll
     for (int s = 0; s < kMaxClusterSplits; ++s)
       if (s < n_used) {
-        m[s] = cluster.map_shared_rank(range_m, s)[r];
-        l[s] = cluster.map_shared_rank(range_l, s)[r];
+        const float* cs = cluster.map_shared_rank(coef, s) + r * (kWarps + 2);
+        l[s] = cs[kWarps], m[s] = cs[kWarps + 1];
         o[s] = cluster.map_shared_rank(ws, s)[r * (D + 3) + c];
         mx = fmaxf(mx, m[s]);
       }
@@ -193,8 +193,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   // Per query head r of the group: the warps' factors exp2(m_w - max), then the sum and the max (log2 units), formed
   // once by thread r; every output of the row then sums its warps' values with them, loads in flight together.
-  __shared__ float coef[16][kWarps + 2];
-  __shared__ float range_m[16], range_l[16];  // the cluster merge's: this range's max (log2 units) and sum per head
+  __shared__ float coef[16][kWarps + 2];  // its sum and max are the range's state for a cluster merge
   if (static_cast<int>(threadIdx.x) < group) {
     const int r = static_cast<int>(threadIdx.x), h = kvh * group + r;
     float sink = -INFINITY;  // the sink joins the softmax once: in split 0
@@ -213,7 +212,6 @@ __global__ void __launch_bounds__(kThreads)
     }
     coef[r][kWarps] = den;
     coef[r][kWarps + 1] = mx;
-    range_m[r] = mx, range_l[r] = den;
   }
   __syncthreads();
 #pragma unroll 4
@@ -237,7 +235,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if (kClusterMerge && n_used > 1) merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, range_m, range_l);
+  if (kClusterMerge && n_used > 1) merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, &coef[0][0]);
 }
 
 template <int D, class TO, bool kClusterMerge>
