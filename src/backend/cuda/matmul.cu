@@ -104,16 +104,15 @@ cudaError_t launch_gemv(const Tensor& x, const Tensor& w, const Tensor& out, con
   // their weights stream after the wait, and staging 4 rows (32 KB) cost batch 4 1.6% on the H200 (docs/perf.md).
   const size_t x_bytes = static_cast<size_t>(x.dim(1)) * sizeof(TX);
   a.x_staged = x.dim(0) == 1 && x_bytes <= 48 * 1024;
-  const size_t smem = a.x_staged ? x_bytes : 0;
   switch (x.dim(0)) {
     case 1:
-      return launch_gemv_family<PlainGemv<TX, TW, TO, 1>, TW, 1>(a, smem, cs);
+      return launch_gemv_family<PlainGemv<TX, TW, TO, 1>, TW, 1>(a, a.x_staged ? x_bytes : 0, cs);
     case 2:
-      return launch_gemv_family<PlainGemv<TX, TW, TO, 2>, TW, 2>(a, smem, cs);
+      return launch_gemv_family<PlainGemv<TX, TW, TO, 2>, TW, 2>(a, 0, cs);
     case 3:
-      return launch_gemv_family<PlainGemv<TX, TW, TO, 3>, TW, 3>(a, smem, cs);
+      return launch_gemv_family<PlainGemv<TX, TW, TO, 3>, TW, 3>(a, 0, cs);
     default:
-      return launch_gemv_family<PlainGemv<TX, TW, TO, 4>, TW, 4>(a, smem, cs);
+      return launch_gemv_family<PlainGemv<TX, TW, TO, 4>, TW, 4>(a, 0, cs);
   }
 }
 

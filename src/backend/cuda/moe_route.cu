@@ -116,22 +116,16 @@ __device__ __forceinline__ uint32_t order_key(float v) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-// Max and sum over the block (at most kFastMaxExperts threads) with one barrier each: every thread reads the warps'
-// partial results itself, in warp order. red: kFastMaxExperts / 32 floats of shared memory per reduction.
-__device__ __forceinline__ float route_block_max(float v, float* red) {
-  v = warp_max(v);
+// Max (kMax) or sum over the block (at most kFastMaxExperts threads) with one barrier: every thread reads the warps'
+// partial results itself, in warp order. red: kFastMaxExperts / 32 floats of shared memory that no other reduction
+// of the kernel uses (common.cuh's block_sum and block_max reuse theirs at the cost of a second barrier).
+template <bool kMax>
+__device__ __forceinline__ float route_block_reduce(float v, float* red) {
+  v = kMax ? warp_max(v) : warp_sum(v);
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
   __syncthreads();
   v = red[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) v = fmaxf(v, red[w]);
-  return v;
-}
-__device__ __forceinline__ float route_block_sum(float v, float* red) {
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = red[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) v += red[w];
+  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) v = kMax ? fmaxf(v, red[w]) : v + red[w];
   return v;
 }
 
@@ -156,9 +150,9 @@ __global__ void __launch_bounds__(kFastMaxExperts) moe_route_fast_kernel(RouteAr
   if (a.sigmoid) {
     score = 1.0f / (1.0f + expf(-lg));
   } else {
-    const float mx = route_block_max(lg, red_max);
+    const float mx = route_block_reduce<true>(lg, red_max);
     const float ex = valid ? expf(lg - mx) : 0.0f;
-    score = ex / route_block_sum(ex, red_sum);
+    score = ex / route_block_reduce<false>(ex, red_sum);
   }
   const uint64_t key =
       valid ? uint64_t{order_key(a.bias ? score + bias : score)} << 32 | (0xffffffffu - static_cast<uint32_t>(e)) : 0;
