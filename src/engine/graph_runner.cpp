@@ -58,11 +58,12 @@ Status GraphRunner::run(const ForwardBatch& batch, const Tensor& logits) {
   const int32_t size = padded_size(batch.n_seq());
   pad(batch, size);
   FT_RETURN_IF_ERROR(model_.stage(padded_, kv_));
-  auto& graph = graphs_[size];
+  const std::pair key{size, model_.staged_key_capacity()};
+  auto& graph = graphs_[key];
   if (!graph) {
     auto captured = backend_.capture([&] { return model_.run_staged(kv_, logits); });
     if (!captured.ok()) {
-      graphs_.erase(size);
+      graphs_.erase(key);
       return captured.status();
     }
     graph = std::move(captured).value();

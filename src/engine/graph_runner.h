@@ -1,6 +1,8 @@
-// GraphRunner: decode-only steps replayed as one captured stream graph (a CUDA graph) per padded batch size.
+// GraphRunner: decode-only steps replayed as one captured stream graph (a CUDA graph) per padded batch size and key
+// capacity.
 //
-// Batch sizes 1, 2, 4, 8, ... up to the model's max_seqs (which is the last size) are captured on first use. A step
+// Batch sizes 1, 2, 4, 8, ... up to the model's max_seqs (which is the last size) are captured on first use, each at
+// the key capacities (Model::staged_key_capacity: 1024 keys, 2048, ... up to the context) its steps stage. A step
 // of n sequences runs the graph of the next size up; the padding sequences decode token 0 at position 0 into a
 // scratch page the runner holds for its lifetime, and their logit rows (after the real ones) are to be ignored.
 // Models with recurrent state are not accepted (their padding would need a scratch state slot too).
@@ -8,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -27,9 +30,9 @@ class GraphRunner {
   bool accepts(const ForwardBatch& batch) const;
   // The captured batch size a step of n sequences runs at.
   int32_t padded_size(int32_t n_seq) const;
-  // Pads and stages the step, captures its size's graph on first use and replays it; does not wait. Logits
-  // [padded_size, vocab] f32 land in `logits`, which must be the same tensor on every call (graphs keep its
-  // address); row i < n_seq is sequence i's.
+  // Pads and stages the step, captures the graph of its size and key capacity on first use and replays it; does not
+  // wait. Logits [padded_size, vocab] f32 land in `logits`, which must be the same tensor on every call (graphs keep
+  // its address); row i < n_seq is sequence i's.
   Status run(const ForwardBatch& batch, const Tensor& logits);
   // Graphs captured so far (a step that captured is no measure of the step's speed).
   uint64_t captures() const { return captures_; }
@@ -43,9 +46,9 @@ class GraphRunner {
   Backend& backend_;
   KvCache& kv_;
   int32_t scratch_page_;
-  std::map<int32_t, std::unique_ptr<StreamGraph>> graphs_;  // by padded batch size
-  const void* logits_data_ = nullptr;                        // the logits every graph writes
-  uint64_t epoch_ = 0;                                       // the model's graph_epoch() they were captured in
+  std::map<std::pair<int32_t, int64_t>, std::unique_ptr<StreamGraph>> graphs_;  // by padded batch size, key capacity
+  const void* logits_data_ = nullptr;                                           // the logits every graph writes
+  uint64_t epoch_ = 0;  // the model's graph_epoch() they were captured in
   uint64_t captures_ = 0;
   ForwardBatch padded_;
 };

@@ -2,6 +2,7 @@
 #include "model/causal_lm.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <span>
 
@@ -21,6 +22,17 @@ Status CausalLm::load_common(WeightLoader& w, const std::string& prefix) {
 }
 
 namespace {
+// The fewest keys a step's page table view holds: the most the CUDA decode attention merges inside one thread-block
+// cluster (16 ranges of 64 keys), so that every step of short rows runs that launch.
+constexpr int64_t kMinKeyCapacity = 1024;
+
+// The page table columns a step's attention is given: enough for its longest row (keys), rounded up to a power of
+// two and to kMinKeyCapacity keys, at most the table's max_columns. Few widths, so few graphs a batch size.
+int64_t key_capacity_columns(int64_t keys, int64_t page_size, int64_t max_columns) {
+  const int64_t need = std::max((keys + page_size - 1) / page_size, (kMinKeyCapacity + page_size - 1) / page_size);
+  return std::min(max_columns, static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(need))));
+}
+
 // Where a step of n tokens and S sequences keeps its inputs in the packed buffer, as i32 offsets (the page table, S
 // rows of P, 16-byte aligned): the same for every step of the same n and S, as a captured graph needs.
 struct StepLayout {
@@ -161,7 +173,12 @@ Status CausalLm::upload_step(const ForwardBatch& b, StepView& step) {
   step.logit_rows = part(at.logit_rows, static_cast<int64_t>(b.logit_rows.size()));  // may be empty
   step.meta.q_start = part(at.q_start, S + 1);
   step.meta.kv_len = part(at.kv_len, S);
-  step.meta.page_table = part(at.page_table, S * P).reshape({S, P});
+  // The attention sees the table's first columns only, a width class that covers the step's longest row: its launch
+  // is sized from that width, so short rows under a server's long context run the launch a short context would.
+  int64_t longest = 0;
+  for (int32_t len : b.kv_len) longest = std::max<int64_t>(longest, len);
+  const int64_t columns = key_capacity_columns(longest, step.meta.page_size, P);
+  step.meta.page_table = part(at.page_table, S * P).reshape({S, P}).slice(1, 0, columns);
   step.meta.n_seq = S;
   step.max_seq_tokens = 0;
   for (int64_t s = 0; s < S; ++s)

@@ -22,6 +22,9 @@ class CausalLm : public Model {
   void set_expert_cache(ExpertCache* cache) override { expert_cache_ = cache; }
   Tensor routing_bias() const override { return routing_bias_; }
   uint64_t graph_epoch() const override { return expert_cache_ ? expert_cache_->epoch() : 0; }
+  int64_t staged_key_capacity() const override {
+    return step_.meta.page_table.defined() ? step_.meta.page_table.dim(1) * step_.meta.page_size : 0;
+  }
 
  protected:
   CausalLm(ModelConfig config, ModelOptions options, Backend& backend)

@@ -24,13 +24,15 @@ struct Case {
   int32_t chunk;  // 0: the whole prompt in one step
   double max_short = kMaxRelL2;  // per-position relative L2 bound on reference.safetensors
   double max_long = kMaxRelL2;   // ... and on reference_long.safetensors
+  int32_t context = 512;         // tokens a sequence may hold: the page table's width
 };
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string model = info.param.model;
   for (char& ch : model)
     if (ch == '/') ch = '_';
-  return model + "_" + info.param.device + "_chunk" + std::to_string(info.param.chunk);
+  return model + "_" + info.param.device + "_chunk" + std::to_string(info.param.chunk) +
+         (info.param.context != 512 ? "_context" + std::to_string(info.param.context) : "");
 }
 
 class ModelLogits : public testing::TestWithParam<Case> {
@@ -40,7 +42,7 @@ class ModelLogits : public testing::TestWithParam<Case> {
     o.model_dir = std::string(FT_TEST_DATA) + "/" + GetParam().model;
     o.device = GetParam().device;
     o.max_tokens = max_tokens;
-    o.context = 512;
+    o.context = GetParam().context;
     o.show_progress = false;
     auto s = ModelSession::open(o);
     EXPECT_TRUE(s.ok()) << s.status().to_string();
@@ -58,7 +60,8 @@ TEST_P(ModelLogits, ShortPrompts) { check_file("reference.safetensors", GetParam
 TEST_P(ModelLogits, LongPrompts) { check_file("reference_long.safetensors", GetParam().max_long); }
 
 // models/: the public fixtures (seed 1234). models_alt/: other shapes and seed (777): vocab 1000, hidden 96,
-// head_dim 32, tied embeddings (dense), a dense first layer and 16 experts with top-4 (MoE).
+// head_dim 32, tied embeddings (dense), a dense first layer and 16 experts with top-4 (MoE). A 4096-token context
+// gives the attention a view of the page table narrower than its rows (1024 keys of 4096).
 INSTANTIATE_TEST_SUITE_P(
     Qwen3, ModelLogits,
     testing::Values(Case{"models/qwen3_dense", "ref", 0}, Case{"models/qwen3_dense", "cpu", 0},
@@ -69,7 +72,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"models_alt/qwen3_dense", "cpu", 0}, Case{"models_alt/qwen3_dense", "cpu", 1},
                     Case{"models_alt/qwen3_dense", "cpu", 5}, Case{"models_alt/qwen3_dense", "cpu", 16},
                     Case{"models_alt/qwen3_moe", "cpu", 0}, Case{"models_alt/qwen3_moe", "cpu", 1},
-                    Case{"models_alt/qwen3_moe", "cpu", 5}, Case{"models_alt/qwen3_moe", "cpu", 16}),
+                    Case{"models_alt/qwen3_moe", "cpu", 5}, Case{"models_alt/qwen3_moe", "cpu", 16},
+                    Case{"models/qwen3_dense", "cpu", 0, kMaxRelL2, kMaxRelL2, 4096},
+                    Case{"models/qwen3_moe", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096}),
     case_name);
 
 // Gated DeltaNet (3 of 4 layers), gated attention with partial rotary, zero-centred norms, shared expert: one-shot,

@@ -91,6 +91,18 @@ TEST(EngineBatching, SixteenConcurrentEqualAlone) {
   }
 }
 
+// Under a 4096-token context the attention reads the first 1024 keys' columns of page-table rows 256 pages wide.
+TEST(EngineBatching, ConcurrentUnderALongContextEqualAlone) {
+  Workload w = make_workload(8, 23, 12);
+  EngineOptions o = test::engine_options("qwen3_moe", 8, 8192);
+  o.context_length = 4096;
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  auto got = run_concurrently(**engine, w.requests);
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], w.alone[i], "request " + std::to_string(i));
+  test::expect_drained(**engine);
+}
+
 TEST(EngineBatching, PreemptionByRecomputeKeepsResults) {
   // 8 requests of 4..56 + 100 tokens share 16 pages (256 tokens): any three of them overflow it, so decode runs
   // out of pages however the requests' admissions interleave.
