@@ -277,6 +277,7 @@ Status bench_decode(const Args& a) {
         const auto capture_t0 = Clock::now();
         graph = be.capture([&] { return model->run_staged(kv, logits); });
         FT_RETURN_IF_ERROR(graph.status());
+        FT_RETURN_IF_ERROR(be.stream().synchronize());  // its upload too
         capture_s += seconds_since(capture_t0);
         ++recaptures;
       }

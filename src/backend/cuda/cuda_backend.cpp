@@ -127,7 +127,10 @@ class CudaBackend final : public Backend {
     const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     FT_RETURN_IF_ERROR(cuda::cuda_status(inst, "cudaGraphInstantiate"));
-    return std::unique_ptr<StreamGraph>(new CudaGraph(exec, st));
+    auto captured = std::unique_ptr<StreamGraph>(new CudaGraph(exec, st));
+    // Uploaded now (in stream order), so that its first launch costs what every later one does.
+    FT_RETURN_IF_ERROR(cuda::cuda_status(cudaGraphUpload(exec, st), "cudaGraphUpload"));
+    return captured;
   }
 
   Result<std::unique_ptr<StreamTimer>> timer() override {
