@@ -22,9 +22,9 @@ Status CausalLm::load_common(WeightLoader& w, const std::string& prefix) {
 }
 
 namespace {
-// The fewest keys a step's page table view holds: the most the CUDA decode attention merges inside one thread-block
-// cluster (16 ranges of 64 keys), so that every step of short rows runs that launch.
-constexpr int64_t kMinKeyCapacity = 1024;
+// The fewest keys a step's page table view holds: one key range of the CUDA decode attention (a narrower view would
+// change no launch, only add graphs).
+constexpr int64_t kMinKeyCapacity = 64;
 
 // The page table columns a step's attention is given: enough for its longest row (keys), rounded up to a power of
 // two and to kMinKeyCapacity keys, at most the table's max_columns. Few widths, so few graphs a batch size.

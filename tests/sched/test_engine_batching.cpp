@@ -91,7 +91,7 @@ TEST(EngineBatching, SixteenConcurrentEqualAlone) {
   }
 }
 
-// Under a 4096-token context the attention reads the first 1024 keys' columns of page-table rows 256 pages wide.
+// Under a 4096-token context the attention reads the first 4 to 8 columns of page-table rows 256 pages wide.
 TEST(EngineBatching, ConcurrentUnderALongContextEqualAlone) {
   Workload w = make_workload(8, 23, 12);
   EngineOptions o = test::engine_options("qwen3_moe", 8, 8192);

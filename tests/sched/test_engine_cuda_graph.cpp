@@ -3,7 +3,7 @@
 // (EngineOptions::cuda_graph off); skipped without a GPU. One request with n seeded, sampled choices makes every
 // step's batch the same in both runs (separate requests would be batched as the engine thread happens to see them,
 // and the attention's split count depends on a step's rows). Prompts of 1016 tokens under a 4096-token context cross
-// the first key capacity (1024 keys) as they decode, so their steps replay graphs of two capacities.
+// from a key capacity of 1024 keys to 2048 as they decode, so their steps replay graphs of two capacities.
 #include <cstring>
 
 #include <gtest/gtest.h>

@@ -254,12 +254,20 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     // As many ranges as the longest possible row fills (kMinSplitKeys each), up to three blocks per SM and 64
     // ranges; a shorter row uses fewer (the kernel sizes them from its keys). On the H200 with Qwen3-30B-A3B's
     // heads: fewer ranges cost batch 1 about 2% at 300 keys, more cost batch 3 10% at 8192 (docs/perf.md).
+    // Where they merge in one cluster, a launch of few rows takes more, up to a block an SM (a power of two): the
+    // cluster merge is divided over every block of the cluster, empty ranges too, and SMs the step leaves idle cost
+    // nothing. H200, Qwen3-30B-A3B: 16 at batch 1 (2.8% faster than 2 to 4 at 100-165 keys), 8 at batch 4 (2.8% faster
+    // than 16), 4 at batch 8 (1.4%) (docs/perf.md).
     const int64_t fill = (3 * int64_t{cs.n_sm()} + n * pa.n_kv - 1) / (n * pa.n_kv);
-    int n_split = static_cast<int>(std::clamp<int64_t>((max_keys + kMinSplitKeys - 1) / kMinSplitKeys, 1,
-                                                       std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
+    const int64_t needed = (max_keys + kMinSplitKeys - 1) / kMinSplitKeys;
+    const int64_t max_cluster = std::min(kMaxClusterSplits, cs.max_cluster_blocks());
+    const auto per_sm = static_cast<uint64_t>(std::max<int64_t>(1, cs.n_sm() / (n * pa.n_kv)));  // blocks of a row
+    const int64_t spread = needed > max_cluster ? 1 : std::min<int64_t>(max_cluster, std::bit_floor(per_sm));
+    int n_split = static_cast<int>(
+        std::clamp<int64_t>(std::max(needed, spread), 1, std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
     // Few enough ranges merge inside a thread-block cluster (a power of two of them; the extra ones stay empty).
     const int cluster = static_cast<int>(std::bit_ceil(static_cast<unsigned>(n_split)));
-    const bool cluster_merge = n_split > 1 && cluster <= std::min(kMaxClusterSplits, cs.max_cluster_blocks());
+    const bool cluster_merge = n_split > 1 && cluster <= max_cluster;
     if (cluster_merge) n_split = cluster;
     float* partial = cs.attention_scratch();
     auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
