@@ -2,7 +2,7 @@
 // capacity.
 //
 // Batch sizes 1, 2, 4, 8, ... up to the model's max_seqs (which is the last size) are captured on first use, each at
-// the key capacities (Model::staged_key_capacity: 64 keys, 128, ... up to the context) its steps stage. A step
+// the key capacities (Model::staged_key_capacity: powers of two of pages) its steps stage. A step
 // of n sequences runs the graph of the next size up; the padding sequences decode token 0 at position 0 into a
 // scratch page the runner holds for its lifetime, and their logit rows (after the real ones) are to be ignored.
 // Models with recurrent state are not accepted (their padding would need a scratch state slot too).

@@ -61,7 +61,8 @@ TEST_P(ModelLogits, LongPrompts) { check_file("reference_long.safetensors", GetP
 
 // models/: the public fixtures (seed 1234). models_alt/: other shapes and seed (777): vocab 1000, hidden 96,
 // head_dim 32, tied embeddings (dense), a dense first layer and 16 experts with top-4 (MoE). A 4096-token context
-// gives the attention a view of the page table narrower than its rows (a few hundred keys of 4096).
+// gives the attention a view of the page table narrower than its rows (a few hundred keys of 4096); these steps hold
+// one sequence, so EngineBatching.ConcurrentUnderALongContextEqualAlone checks the rows after the first.
 INSTANTIATE_TEST_SUITE_P(
     Qwen3, ModelLogits,
     testing::Values(Case{"models/qwen3_dense", "ref", 0}, Case{"models/qwen3_dense", "cpu", 0},
