@@ -52,10 +52,9 @@ class Model {
   // Changes when run_staged() would enqueue differently shaped work (the expert cache switching paths): graphs
   // captured under an older epoch must be captured again.
   virtual uint64_t graph_epoch() const { return 0; }
-  // The keys a row of the staged step may have: the width of the page table its attention sees (a power of two of
-  // pages, at least 64 keys' worth and at most the context's, covering the step's longest row), from which the
-  // attention sizes its launch.
-  // A graph captured at one capacity replays only steps staged at the same (0: no step staged).
+  // The keys a row of the staged step may have (0: no step staged): the width of the page table its attention sees
+  // (a power of two of pages, at least 64 keys' worth and at most the context's, covering the step's longest row),
+  // from which the attention sizes its launch. A graph captured at one capacity replays only steps staged at it.
   virtual int64_t staged_key_capacity() const { return 0; }
   // Bytes of weights on the backend and of the planned activation workspace, for the memory plan.
   virtual size_t weight_bytes() const = 0;
