@@ -33,15 +33,18 @@ __device__ __forceinline__ float dot(const TA* a, const TB* b, int64_t len, bool
   return warp_sum(acc);
 }
 
-constexpr int kGateUpWarps = 4;
-constexpr int kGateUpBatch = 2;    // 16-byte chunks of each of the gate and up bf16 rows in flight per lane
-constexpr int kGateUpBlocks = 12;  // blocks an SM: at most 40 registers
+constexpr int kGateUpWarps = 16;
+constexpr int kGateUpBatch = 2;   // 16-byte chunks of each of the gate and up bf16 rows in flight per lane
+constexpr int kGateUpBlocks = 3;  // blocks an SM: at most 40 registers, 48 warps
 
 // grid (ceil(inter / kGateUpWarps), P), one warp per (pair p, intermediate row i):
 // h[p, i] = silu(gate[e] row i . x[t]) * (up[e] row i . x[t]). Each lane keeps kGateUpBatch chunks of both rows
-// in flight before their arithmetic (the same chunks in the same order whatever the batch). Many small blocks rather
-// than more loads in flight per warp: a token of Qwen3-30B-A3B (1536 blocks) runs in one wave on the H200 instead of
-// 2.33 at 8 chunks (87 registers, 5 blocks an SM): batch 1 +3.6%, batch 4 +6.7% (docs/perf.md).
+// in flight before their arithmetic (the same chunks in the same order whatever the batch). Many warps with few loads
+// each rather than more loads in flight per warp: a token of Qwen3-30B-A3B runs in one wave on the H200 instead of
+// 2.33 at 8 chunks (87 registers, 5 blocks an SM): batch 1 +3.6%, batch 4 +6.7%. In few, large blocks, because a
+// kernel boundary costs by the blocks of the grid, not their warps (bench_grid_phases on the H200: a chain alternating
+// one block with 1584 blocks of 4 warps takes 1.36 µs a kernel, with 396 blocks of 16 warps 0.61): a token's 384
+// blocks of 16 warps instead of 1536 of 4, batch 1 +1.4% (docs/perf.md).
 template <class TX, class TW, bool kOnce>
 __global__ void __launch_bounds__(kGateUpWarps * 32, kGateUpBlocks) decode_gate_up_kernel(ExpertArgs a) {
   constexpr int kBatch = sizeof(TW) == 2 ? kGateUpBatch : kGateUpBatch / 2;  // f32 chunks take twice the registers
