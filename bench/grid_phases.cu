@@ -82,6 +82,16 @@ __global__ void phases_kernel(int mode, int rounds, unsigned* count, unsigned* f
 
 __global__ void empty_kernel() {}
 
+// A link of a dependent chain: waits for the kernel before (when launched as its programmatic dependent), lets the
+// next one start, and block 0 bumps the value the kernel before bumped (a real read of its output).
+__global__ void chain_kernel(unsigned* v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+  if (blockIdx.x == 0 && threadIdx.x == 0) *static_cast<volatile unsigned*>(v) += 1;
+}
+
 // Pass p of block b copies slice p * blocks + b of src (chunks_per_block 16-byte chunks: every byte read once, so from
 // HBM) into shared memory, 16 bytes a thread at a time.
 __global__ void to_shared_kernel(const uint4* src, size_t chunks_per_block, int reps) {
@@ -165,6 +175,45 @@ double kernel_boundary_us(int launches, unsigned blocks) {
   return us;
 }
 
+// µs per kernel of a graph of `launches` chain_kernels alternating between grids of a and b blocks of 128 threads,
+// each a programmatic dependent of the one before when pdl.
+double chain_us(int launches, unsigned a, unsigned b, bool pdl, unsigned* v) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(i % 2 ? b : a);
+    cfg.blockDim = dim3(128);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl && i > 0 ? 1 : 0;
+    CHECK(cudaLaunchKernelEx(&cfg, chain_kernel, v));
+  }
+  CHECK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK(cudaGraphLaunch(exec, s));  // warm-up
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  CHECK(cudaEventRecord(e0, s));
+  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaEventRecord(e1, s));
+  CHECK(cudaEventSynchronize(e1));
+  const double us = elapsed_ms(e0, e1) * 1e3 / launches;
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  CHECK(cudaStreamDestroy(s));
+  return us;
+}
+
 // GB/s of bytes_per_block per SM (one block an SM, reps passes over distinct bytes) into shared memory or through
 // registers.
 void staging_bandwidth(int n_sm, size_t bytes_per_block) {
@@ -221,6 +270,20 @@ int main(int argc, char** argv) {
   std::printf("bench_grid_phases: %s, %d SMs, %d rounds\n", prop.name, n_sm, rounds);
   std::printf("kernel boundary (empty kernels of %d blocks from a graph): %.2f us\n", n_sm,
               kernel_boundary_us(rounds, static_cast<unsigned>(n_sm)));
+  {
+    unsigned* v = nullptr;
+    CHECK(cudaMalloc(&v, sizeof(unsigned)));
+    CHECK(cudaMemset(v, 0, sizeof(unsigned)));
+    const int links = std::min(rounds, 1000);
+    std::printf("dependent chain (128-thread blocks, block 0 bumps a counter), us per kernel, plain / PDL:\n");
+    const unsigned sm = static_cast<unsigned>(n_sm);
+    const unsigned pairs[][2] = {{1, 1}, {16, 16}, {sm, sm}, {5 * sm, 5 * sm}, {12 * sm, 12 * sm},
+                                 {1, 12 * sm}, {1, 4 * sm}, {16, 1}};
+    for (const auto& p : pairs)
+      std::printf("  %u <-> %u blocks: %.2f / %.2f\n", p[0], p[1], chain_us(links, p[0], p[1], false, v),
+                  chain_us(links, p[0], p[1], true, v));
+    CHECK(cudaFree(v));
+  }
   if (!coop) {
     std::printf("no cooperative launch on this device: grid phases not measured\n");
   } else {
