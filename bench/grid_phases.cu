@@ -177,7 +177,7 @@ double kernel_boundary_us(int launches, unsigned blocks) {
 
 // µs per kernel of a graph of `launches` chain_kernels alternating between grids of a and b blocks of 128 threads,
 // each a programmatic dependent of the one before when pdl.
-double chain_us(int launches, unsigned a, unsigned b, bool pdl, unsigned* v) {
+double chain_us(int launches, unsigned a, unsigned b, bool pdl, unsigned* v, unsigned threads = 128) {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t graph;
@@ -188,7 +188,7 @@ double chain_us(int launches, unsigned a, unsigned b, bool pdl, unsigned* v) {
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(i % 2 ? b : a);
-    cfg.blockDim = dim3(128);
+    cfg.blockDim = dim3(i % 2 ? threads : 128);
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl && i > 0 ? 1 : 0;
@@ -282,6 +282,12 @@ int main(int argc, char** argv) {
     for (const auto& p : pairs)
       std::printf("  %u <-> %u blocks: %.2f / %.2f\n", p[0], p[1], chain_us(links, p[0], p[1], false, v),
                   chain_us(links, p[0], p[1], true, v));
+    std::printf("  1 <-> %u blocks of 512 threads: %.2f / %.2f\n", 3 * sm, chain_us(links, 1, 3 * sm, false, v, 512),
+                chain_us(links, 1, 3 * sm, true, v, 512));
+    std::printf("  1 <-> %u blocks of 256 threads: %.2f / %.2f\n", 5 * sm, chain_us(links, 1, 5 * sm, false, v, 256),
+                chain_us(links, 1, 5 * sm, true, v, 256));
+    std::printf("  1 <-> %u blocks of 256 threads: %.2f / %.2f\n", 2 * sm, chain_us(links, 1, 2 * sm, false, v, 256),
+                chain_us(links, 1, 2 * sm, true, v, 256));
     CHECK(cudaFree(v));
   }
   if (!coop) {
