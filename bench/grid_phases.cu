@@ -1,6 +1,8 @@
 // bench_grid_phases: what the phase changes of a persistent decode kernel would cost on this GPU, against the
 // kernel boundaries of today's decode graph (docs/perf.md, "Next"). Prints, in µs:
 //  - a kernel boundary: one empty kernel of one block an SM after another, replayed from a CUDA graph;
+//  - a dependent chain: kernels that each read what the one before wrote, by the grid sizes on either side of the
+//    boundary, launched plainly and as programmatic dependents (PDL), as the decode step's kernels are;
 //  - a grid barrier: every block of a co-resident (cooperative) grid arrives on a counter and waits for the others;
 //  - a dependent exchange: each block writes a value, the grid barrier, each block reads another block's value (the
 //    read after the barrier is what a phase's first load costs);
@@ -149,12 +151,10 @@ double per_round_us(int mode, int rounds, unsigned blocks, unsigned* count, unsi
   return (ms[1] - ms[0]) * 1e3 / rounds;
 }
 
-double kernel_boundary_us(int launches, unsigned blocks) {
-  cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+// µs per launch of one replay of a captured graph of `launches` kernels (after a warm-up replay); ends the capture
+// begun on s and destroys the graph and s.
+double replay_us(cudaStream_t s, int launches) {
   cudaGraph_t graph;
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < launches; ++i) empty_kernel<<<blocks, kThreads, 0, s>>>();
   CHECK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -175,43 +175,65 @@ double kernel_boundary_us(int launches, unsigned blocks) {
   return us;
 }
 
-// µs per kernel of a graph of `launches` chain_kernels alternating between grids of a and b blocks of 128 threads,
-// each a programmatic dependent of the one before when pdl.
-double chain_us(int launches, unsigned a, unsigned b, bool pdl, unsigned* v, unsigned threads = 128) {
+cudaStream_t begin_capture() {
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t graph;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  return s;
+}
+
+double kernel_boundary_us(int launches, unsigned blocks) {
+  const cudaStream_t s = begin_capture();
+  for (int i = 0; i < launches; ++i) empty_kernel<<<blocks, kThreads, 0, s>>>();
+  return replay_us(s, launches);
+}
+
+struct Grid {
+  unsigned blocks, threads;
+};
+
+// µs per kernel of a chain of `launches` chain_kernels alternating between grids a and b, each a programmatic
+// dependent of the one before when pdl.
+double chain_us(int launches, Grid a, Grid b, bool pdl, unsigned* v) {
+  const cudaStream_t s = begin_capture();
   for (int i = 0; i < launches; ++i) {
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
+    const Grid g = i % 2 ? b : a;
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(i % 2 ? b : a);
-    cfg.blockDim = dim3(i % 2 ? threads : 128);
+    cfg.gridDim = dim3(g.blocks);
+    cfg.blockDim = dim3(g.threads);
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl && i > 0 ? 1 : 0;
     CHECK(cudaLaunchKernelEx(&cfg, chain_kernel, v));
   }
-  CHECK(cudaStreamEndCapture(s, &graph));
-  cudaGraphExec_t exec;
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  CHECK(cudaGraphLaunch(exec, s));  // warm-up
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  CHECK(cudaEventRecord(e0, s));
-  CHECK(cudaGraphLaunch(exec, s));
-  CHECK(cudaEventRecord(e1, s));
-  CHECK(cudaEventSynchronize(e1));
-  const double us = elapsed_ms(e0, e1) * 1e3 / launches;
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
-  CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaGraphDestroy(graph));
-  CHECK(cudaStreamDestroy(s));
-  return us;
+  return replay_us(s, launches);
+}
+
+// What a kernel boundary costs by the size of the grids on either side of it, plainly launched and under PDL.
+void dependent_chains(int n_sm, int rounds) {
+  unsigned* v = nullptr;
+  CHECK(cudaMalloc(&v, sizeof(unsigned)));
+  CHECK(cudaMemset(v, 0, sizeof(unsigned)));
+  const int links = std::min(rounds, 1000);
+  const unsigned sm = static_cast<unsigned>(n_sm);
+  const Grid one{1, 128}, pairs[][2] = {{one, one},
+                                        {{16, 128}, {16, 128}},
+                                        {{sm, 128}, {sm, 128}},
+                                        {{5 * sm, 128}, {5 * sm, 128}},
+                                        {{12 * sm, 128}, {12 * sm, 128}},
+                                        {one, {4 * sm, 128}},
+                                        {one, {12 * sm, 128}},
+                                        {one, {3 * sm, 512}},
+                                        {one, {2 * sm, 256}},
+                                        {one, {5 * sm, 256}}};
+  std::printf("dependent chain (block 0 of each kernel bumps what the kernel before bumped), us a kernel, plain / PDL:\n");
+  for (const auto& p : pairs)
+    std::printf("  %u blocks of %u threads <-> %u of %u: %.2f / %.2f\n", p[0].blocks, p[0].threads, p[1].blocks,
+                p[1].threads, chain_us(links, p[0], p[1], false, v), chain_us(links, p[0], p[1], true, v));
+  CHECK(cudaFree(v));
 }
 
 // GB/s of bytes_per_block per SM (one block an SM, reps passes over distinct bytes) into shared memory or through
@@ -270,26 +292,7 @@ int main(int argc, char** argv) {
   std::printf("bench_grid_phases: %s, %d SMs, %d rounds\n", prop.name, n_sm, rounds);
   std::printf("kernel boundary (empty kernels of %d blocks from a graph): %.2f us\n", n_sm,
               kernel_boundary_us(rounds, static_cast<unsigned>(n_sm)));
-  {
-    unsigned* v = nullptr;
-    CHECK(cudaMalloc(&v, sizeof(unsigned)));
-    CHECK(cudaMemset(v, 0, sizeof(unsigned)));
-    const int links = std::min(rounds, 1000);
-    std::printf("dependent chain (128-thread blocks, block 0 bumps a counter), us per kernel, plain / PDL:\n");
-    const unsigned sm = static_cast<unsigned>(n_sm);
-    const unsigned pairs[][2] = {{1, 1}, {16, 16}, {sm, sm}, {5 * sm, 5 * sm}, {12 * sm, 12 * sm},
-                                 {1, 12 * sm}, {1, 4 * sm}, {16, 1}};
-    for (const auto& p : pairs)
-      std::printf("  %u <-> %u blocks: %.2f / %.2f\n", p[0], p[1], chain_us(links, p[0], p[1], false, v),
-                  chain_us(links, p[0], p[1], true, v));
-    std::printf("  1 <-> %u blocks of 512 threads: %.2f / %.2f\n", 3 * sm, chain_us(links, 1, 3 * sm, false, v, 512),
-                chain_us(links, 1, 3 * sm, true, v, 512));
-    std::printf("  1 <-> %u blocks of 256 threads: %.2f / %.2f\n", 5 * sm, chain_us(links, 1, 5 * sm, false, v, 256),
-                chain_us(links, 1, 5 * sm, true, v, 256));
-    std::printf("  1 <-> %u blocks of 256 threads: %.2f / %.2f\n", 2 * sm, chain_us(links, 1, 2 * sm, false, v, 256),
-                chain_us(links, 1, 2 * sm, true, v, 256));
-    CHECK(cudaFree(v));
-  }
+  dependent_chains(n_sm, rounds);
   if (!coop) {
     std::printf("no cooperative launch on this device: grid phases not measured\n");
   } else {
