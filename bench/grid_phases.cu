@@ -229,7 +229,8 @@ void dependent_chains(int n_sm, int rounds) {
                                         {one, {3 * sm, 512}},
                                         {one, {2 * sm, 256}},
                                         {one, {5 * sm, 256}}};
-  std::printf("dependent chain (block 0 of each kernel bumps what the kernel before bumped), us a kernel, plain / PDL:\n");
+  std::printf(
+      "dependent chain (block 0 of each kernel bumps what the kernel before bumped), us a kernel, plain / PDL:\n");
   for (const auto& p : pairs)
     std::printf("  %u blocks of %u threads <-> %u of %u: %.2f / %.2f\n", p[0].blocks, p[0].threads, p[1].blocks,
                 p[1].threads, chain_us(links, p[0], p[1], false, v), chain_us(links, p[0], p[1], true, v));
