@@ -212,8 +212,9 @@ double chain_us(int launches, Grid a, Grid b, bool pdl, unsigned* v) {
   return replay_us(s, launches);
 }
 
-// What a kernel boundary costs by the size of the grids on either side of it, plainly launched and under PDL.
-void dependent_chains(int n_sm, int rounds) {
+// What a kernel boundary costs by the size of the grids on either side of it, plainly launched and, where the device
+// has programmatic dependent launch (sm_90 on), under PDL.
+void dependent_chains(int n_sm, bool has_pdl, int rounds) {
   unsigned* v = nullptr;
   CHECK(cudaMalloc(&v, sizeof(unsigned)));
   CHECK(cudaMemset(v, 0, sizeof(unsigned)));
@@ -231,9 +232,14 @@ void dependent_chains(int n_sm, int rounds) {
                                         {one, {5 * sm, 256}}};
   std::printf(
       "dependent chain (block 0 of each kernel bumps what the kernel before bumped), us a kernel, plain / PDL:\n");
-  for (const auto& p : pairs)
-    std::printf("  %u blocks of %u threads <-> %u of %u: %.2f / %.2f\n", p[0].blocks, p[0].threads, p[1].blocks,
-                p[1].threads, chain_us(links, p[0], p[1], false, v), chain_us(links, p[0], p[1], true, v));
+  for (const auto& p : pairs) {
+    std::printf("  %u blocks of %u threads <-> %u of %u: %.2f / ", p[0].blocks, p[0].threads, p[1].blocks, p[1].threads,
+                chain_us(links, p[0], p[1], false, v));
+    if (has_pdl)
+      std::printf("%.2f\n", chain_us(links, p[0], p[1], true, v));
+    else
+      std::printf("no PDL on this device\n");
+  }
   CHECK(cudaFree(v));
 }
 
@@ -293,7 +299,7 @@ int main(int argc, char** argv) {
   std::printf("bench_grid_phases: %s, %d SMs, %d rounds\n", prop.name, n_sm, rounds);
   std::printf("kernel boundary (empty kernels of %d blocks from a graph): %.2f us\n", n_sm,
               kernel_boundary_us(rounds, static_cast<unsigned>(n_sm)));
-  dependent_chains(n_sm, rounds);
+  dependent_chains(n_sm, prop.major >= 9, rounds);
   if (!coop) {
     std::printf("no cooperative launch on this device: grid phases not measured\n");
   } else {
