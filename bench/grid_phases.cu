@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backend/cuda/pdl.cuh"
+
 namespace {
 
 #define CHECK(call)                                                                       \
@@ -84,13 +86,11 @@ __global__ void phases_kernel(int mode, int rounds, unsigned* count, unsigned* f
 
 __global__ void empty_kernel() {}
 
-// A link of a dependent chain: waits for the kernel before (when launched as its programmatic dependent), lets the
-// next one start, and block 0 bumps the value the kernel before bumped (a real read of its output).
+// A link of a dependent chain: waits for the kernel before (when launched as its programmatic dependent) and lets the
+// next one start, as the decode kernels do, then block 0 bumps the value the kernel before bumped (a real read of its
+// output).
 __global__ void chain_kernel(unsigned* v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  ft::cuda::pdl_wait_then_release();
   if (blockIdx.x == 0 && threadIdx.x == 0) *static_cast<volatile unsigned*>(v) += 1;
 }
 
@@ -197,17 +197,8 @@ struct Grid {
 double chain_us(int launches, Grid a, Grid b, bool pdl, unsigned* v) {
   const cudaStream_t s = begin_capture();
   for (int i = 0; i < launches; ++i) {
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
     const Grid g = i % 2 ? b : a;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(g.blocks);
-    cfg.blockDim = dim3(g.threads);
-    cfg.stream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl && i > 0 ? 1 : 0;
-    CHECK(cudaLaunchKernelEx(&cfg, chain_kernel, v));
+    CHECK(ft::cuda::launch_pdl(pdl && i > 0, chain_kernel, dim3(g.blocks), dim3(g.threads), 0, s, v));
   }
   return replay_us(s, launches);
 }
