@@ -98,13 +98,16 @@ TEST(OpsCuda, MoeRoute) {
 TEST(OpsCuda, MoeExperts) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
-  // n <= 8: the fused decode GEMVs (more experts per token than the down kernel's warps, and past its 32, too);
+  // n <= 8: the fused decode GEMVs (more experts per token than the down kernel's warps, and past its 32, too; one
+  // token with bf16 weights takes the kernels that read their weights once, Qwen3-30B-A3B's layer among them);
   // larger n: the grouped GEMM (tensor cores in bf16 past 32 tokens). d, inter multiples of 8 take 16-byte loads.
   const ExpertCase cases[] = {
-      {1, 8, 1, 64, 32, DType::kF32},     {1, 8, 2, 17, 33, DType::kBF16},   {3, 128, 8, 256, 96, DType::kBF16},
-      {7, 8, 2, 64, 48, DType::kBF16},    {33, 8, 2, 64, 48, DType::kF32},   {33, 128, 8, 64, 32, DType::kBF16},
-      {33, 8, 8, 100, 40, DType::kBF16},  {70, 16, 4, 96, 72, DType::kBF16}, {2, 128, 8, 2048, 768, DType::kBF16},
-      {9, 8, 2, 17, 33, DType::kF32},     {2, 32, 10, 64, 40, DType::kBF16}, {1, 64, 36, 32, 16, DType::kBF16},
+      {1, 8, 1, 64, 32, DType::kF32},      {1, 8, 2, 17, 33, DType::kBF16},   {3, 128, 8, 256, 96, DType::kBF16},
+      {7, 8, 2, 64, 48, DType::kBF16},     {33, 8, 2, 64, 48, DType::kF32},   {33, 128, 8, 64, 32, DType::kBF16},
+      {33, 8, 8, 100, 40, DType::kBF16},   {70, 16, 4, 96, 72, DType::kBF16}, {2, 128, 8, 2048, 768, DType::kBF16},
+      {9, 8, 2, 17, 33, DType::kF32},      {2, 32, 10, 64, 40, DType::kBF16}, {1, 64, 36, 32, 16, DType::kBF16},
+      {1, 16, 8, 2048, 768, DType::kBF16}, {1, 8, 2, 64, 32, DType::kBF16},   {1, 8, 3, 40, 24, DType::kBF16},
+      {1, 40, 32, 64, 16, DType::kBF16},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const ExpertCase& c : cases) {
