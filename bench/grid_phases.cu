@@ -151,9 +151,14 @@ double per_round_us(int mode, int rounds, unsigned blocks, unsigned* count, unsi
   return (ms[1] - ms[0]) * 1e3 / rounds;
 }
 
-// µs per launch of one replay of a captured graph of `launches` kernels (after a warm-up replay); ends the capture
-// begun on s and destroys the graph and s.
-double replay_us(cudaStream_t s, int launches) {
+// µs per launch of one replay (after a warm-up replay) of a graph captured from enqueue(stream), which launches
+// `launches` kernels.
+template <class Enqueue>
+double replay_us(int launches, Enqueue enqueue) {
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  enqueue(s);
   cudaGraph_t graph;
   CHECK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
@@ -175,17 +180,10 @@ double replay_us(cudaStream_t s, int launches) {
   return us;
 }
 
-cudaStream_t begin_capture() {
-  cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  return s;
-}
-
 double kernel_boundary_us(int launches, unsigned blocks) {
-  const cudaStream_t s = begin_capture();
-  for (int i = 0; i < launches; ++i) empty_kernel<<<blocks, kThreads, 0, s>>>();
-  return replay_us(s, launches);
+  return replay_us(launches, [&](cudaStream_t s) {
+    for (int i = 0; i < launches; ++i) empty_kernel<<<blocks, kThreads, 0, s>>>();
+  });
 }
 
 struct Grid {
@@ -195,12 +193,12 @@ struct Grid {
 // µs per kernel of a chain of `launches` chain_kernels alternating between grids a and b, each a programmatic
 // dependent of the one before when pdl.
 double chain_us(int launches, Grid a, Grid b, bool pdl, unsigned* v) {
-  const cudaStream_t s = begin_capture();
-  for (int i = 0; i < launches; ++i) {
-    const Grid g = i % 2 ? b : a;
-    CHECK(ft::cuda::launch_pdl(pdl && i > 0, chain_kernel, dim3(g.blocks), dim3(g.threads), 0, s, v));
-  }
-  return replay_us(s, launches);
+  return replay_us(launches, [&](cudaStream_t s) {
+    for (int i = 0; i < launches; ++i) {
+      const Grid g = i % 2 ? b : a;
+      CHECK(ft::cuda::launch_pdl(pdl && i > 0, chain_kernel, dim3(g.blocks), dim3(g.threads), 0, s, v));
+    }
+  });
 }
 
 // What a kernel boundary costs by the size of the grids on either side of it, plainly launched and, where the device
