@@ -1,12 +1,15 @@
 // Decode attention (one query row per sequence) on tensor cores, FlashDecoding style. One block of 4 warps per
 // (row, KV head, split): the query heads of the KV group are the rows of one 16-row MMA tile (the K and V rows are
-// read once for the whole group), the row's keys are divided into n_split ranges, and each warp runs an online
-// softmax over its own 16-key tiles of the range (tiles w, w + 4, ...; K and V double-buffered per warp by
-// cp.async through the page table). The four warps' states are merged in shared memory at the end, into the
-// output, or with several splits into partials that attention.cu's combine kernel merges; or, launched as thread-block
-// clusters of a row and KV head's ranges (sm_90), the ranges merge through distributed shared memory instead: every
-// block leaves its range's merged state in its shared memory, and after a cluster barrier each block merges a slice of
-// the group's outputs from every range's state (no global partials, no second kernel).
+// read once for the whole group) and the row's keys are divided into n_split ranges. The block takes its range in
+// chunks of 64 keys, a 16-key tile per warp (K and V double-buffered per warp by cp.async through the page table):
+// each warp scores its tile (S = Q K^T), the warps exchange their rows' maxima, each turns its tile into
+// probabilities against the common max and hands them round, and each warp multiplies all four tiles' probabilities
+// by its quarter of V's columns (an online softmax over the chunks). The warps so end with the same max and sum and
+// a quarter of the output each: nothing left to merge inside the block. With one range the block writes the output;
+// with several, partials that attention.cu's combine kernel merges; or, launched as thread-block clusters of a row
+// and KV head's ranges (sm_90), the ranges merge through distributed shared memory instead: every block leaves its
+// range's state in its shared memory, and after a cluster barrier each block merges a slice of the group's outputs
+// from every range's state (no global partials, no second kernel).
 #include <cooperative_groups.h>
 
 #include "backend/cuda/attention_decode.cuh"
@@ -25,17 +28,17 @@ struct Smem {
   static constexpr int kLd = D + 8;             // row pitch: the 8 rows of an ldmatrix fall in distinct banks
   static constexpr int kTile = kKeys * kLd;     // one K or V tile
   static constexpr int kWarpBytes = 4 * kTile * int{sizeof(bf16)};  // [2 stages][K, V] per warp
-  // The Q tile [16, kLd] after the warps' buffers; the merge reuses the buffers as [warps][16][D + 1] f32 + m, l.
+  // The Q tile [16, kLd] after the warps' buffers; a cluster merge reuses the buffers as the range's O [16][D + 3] f32.
   static constexpr size_t kBytes = size_t{kWarps} * kWarpBytes + 16 * kLd * sizeof(bf16);
-  static_assert(kWarps * 16 * (D + 3) * sizeof(float) <= size_t{kWarps} * kWarpBytes);
+  static_assert(16 * (D + 3) * sizeof(float) <= size_t{kWarps} * kWarpBytes);
 };
 
 // Merges the output slice of this block of a row and KV head's cluster (the group's group x D outputs divided over the
 // n_split blocks) from the n_used ranges' states: range s's block holds its O rows (ws, row pitch D + 3) and their
-// sum and max (log2 units) (columns kWarps and kWarps + 1 of coef [16][kWarps + 2]) in its shared memory.
+// sum and max (log2 units) (state [16][2]) in its shared memory.
 template <int D, class TO>
 __device__ void merge_ranges_in_cluster(const TileAttnArgs& a, int row, int kvh, int n_split, int n_used, float* ws,
-                                        float* coef) {
+                                        float* state) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -49,8 +52,8 @@ __device__ void merge_ranges_in_cluster(const TileAttnArgs& a, int row, int kvh,
 #pragma unroll
     for (int s = 0; s < kMaxClusterSplits; ++s)
       if (s < n_used) {
-        const float* cs = cluster.map_shared_rank(coef, s) + r * (kWarps + 2);
-        l[s] = cs[kWarps], m[s] = cs[kWarps + 1];
+        const float* rs = cluster.map_shared_rank(state, s) + r * 2;
+        l[s] = rs[0], m[s] = rs[1];
         o[s] = cluster.map_shared_rank(ws, s)[r * (D + 3) + c];
         mx = fmaxf(mx, m[s]);
       }
@@ -74,8 +77,11 @@ template <int D, class TO, bool kClusterMerge>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(TileAttnArgs a, int n_split, float* partial, int32_t* used) {
   using S = Smem<D>;
-  constexpr int kLd = S::kLd, kChunks = D / 8;  // 16-byte chunks per row
+  constexpr int kLd = S::kLd, kChunks = D / 8, kCols = D / kWarps, kChunkKeys = kKeys * kWarps;
   extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ float row_max[kWarps][16], row_sum[kWarps][16];  // each warp's per-row max and sum over its tile
+  __shared__ uint4 p_frag[kWarps][32];                        // each warp's P tile as the MMA's A fragments, by lane
+  __shared__ float state[16][2];                              // the range's sum and max per row, for a cluster merge
   // Everything up to the wait reads only the step's metadata (host copies before the step's first kernel): the
   // row's keys, its ranges and the first tile's cache rows are found while the kernel before runs.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -115,12 +121,11 @@ __global__ void __launch_bounds__(kThreads)
       cp_async16(ks + S::kTile + r * kLd + col, v_cache + std::max<int64_t>(src, 0) + col, bytes);
     }
   };
-  const int first = k0 + kKeys * warp, step = kKeys * kWarps;  // the warp's tiles
-  const int64_t first_off = first < k1 ? key_offset(first) : -1;
+  const int64_t first_off = key_offset(k0 + kKeys * warp);
   pdl_wait_then_release();
   // Ranges past the row's keys end here, except in a cluster that merges several ranges: there they stay for its
   // barriers (their states are empty and unread). A row of one range runs no barrier, and its empty ranges must not
-  // reach the output loop below, where each would write its zeros over range 0's output.
+  // reach the output below, where each would write its zeros over range 0's output.
   if (split >= n_used && (!kClusterMerge || n_used == 1)) return;
   if (!kClusterMerge && n_split > 1 && split == 0 && threadIdx.x == 0) used[row] = n_used;
 
@@ -131,7 +136,7 @@ __global__ void __launch_bounds__(kThreads)
     cp_async16(qs + r * kLd + col, q + min(r, group - 1) * a.q_head + col, r < group ? 16 : 0);
   }
   cp_async_commit();
-  if (first < k1) load_kv(first_off, 0);
+  load_kv(first_off, 0);  // keys past k1 (a warp past the range's end) load as zeros
   cp_async_commit();
   cp_async_wait<1>();  // Q is in (the first tile may still be in flight)
   __syncthreads();
@@ -139,16 +144,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], qs + (lane % 16) * kLd + 16 * kk + 8 * (lane / 16));
 
-  float o[D / 8][4] = {};                          // O [16 rows, D]: n8 tile dn, C layout
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {};  // rows g and g + 8: running max (log2 units), this lane's sum
+  float o[kCols / 8][4] = {};                      // O [16 rows, this warp's kCols columns]
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {};  // rows g, g + 8: the block's running max and sum
   const float scale_log2 = a.scale * kLog2e;
-  for (int k = first, stage = 0; k < k1; k += step, stage ^= 1) {
-    if (k + step < k1) load_kv(key_offset(k + step), stage ^ 1);
-    cp_async_commit();
-    cp_async_wait<1>();
+  for (int c = k0, stage = 0; c < k1; c += kChunkKeys, stage ^= 1) {
+    cp_async_wait<0>();  // this warp's tile of the chunk is in
     __syncwarp();
+    const int k = c + kKeys * warp;  // the warp's tile: keys [k, k + 16)
     const bf16* ks = kv + 2 * stage * S::kTile;
-    const bf16* vs = ks + S::kTile;
     float s[2][4] = {};  // S [16 heads, 16 keys]: n8 key tiles 0 and 1
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -162,97 +165,176 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[jn][e] = k + 8 * jn + 2 * t + e % 2 < k1 ? s[jn][e] * scale_log2 : -INFINITY;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) online_softmax_step(i, s, m[i], l[i], o);  // row g (c0, c1), row g + 8 (c2, c3)
-    // O += P V: P's A fragment is the S accumulators of the two n8 key tiles.
-    const uint32_t p[4] = {pack_bf16x2(s[0][0], s[0][1]), pack_bf16x2(s[0][2], s[0][3]),
-                           pack_bf16x2(s[1][0], s[1][1]), pack_bf16x2(s[1][2], s[1][3])};
-#pragma unroll
-    for (int dp = 0; dp < D / 16; ++dp) {
-      uint32_t b[4];
-      ldmatrix_x4_trans(b, vs + (lane % 16) * kLd + 16 * dp + 8 * (lane / 16));
-      mma_bf16_16816(o[2 * dp], p, b[0], b[1]);
-      mma_bf16_16816(o[2 * dp + 1], p, b[2], b[3]);
+    for (int i = 0; i < 2; ++i) {  // row g (c0, c1), row g + 8 (c2, c3)
+      float mx = fmaxf(fmaxf(s[0][2 * i], s[0][2 * i + 1]), fmaxf(s[1][2 * i], s[1][2 * i + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      if (t == 0) row_max[warp][g + 8 * i] = mx;
     }
-    __syncwarp();  // the stage is consumed before the next iteration refills it
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // every warp is done with its buffers: they become the merge area
-
-  // Merge: warp w's O rows, max and sum in ws [w][16][D + 3] (O, then m, l).
-  float* ws = reinterpret_cast<float*>(smem_raw);
-  constexpr int kRowF = D + 3;
+    __syncthreads();  // A: the maxima, and every warp's tile of this chunk (each waited for its own copies)
+    // The next chunk into the other stage: every warp has finished the chunk before, which read it.
+    if (c + kChunkKeys < k1) load_kv(key_offset(c + kChunkKeys + kKeys * warp), stage ^ 1);
+    cp_async_commit();
+    float alpha[2];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float* r = ws + (warp * 16 + g + 8 * i) * kRowF;
+    for (int i = 0; i < 2; ++i) {
+      float mx = m[i];
 #pragma unroll
-    for (int dn = 0; dn < D / 8; ++dn) r[8 * dn + 2 * t] = o[dn][2 * i], r[8 * dn + 2 * t + 1] = o[dn][2 * i + 1];
-    float sum = l[i] + __shfl_xor_sync(0xffffffffu, l[i], 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (t == 0) r[D] = m[i], r[D + 1] = sum;
-  }
-  __syncthreads();
-  // Per query head r of the group: the warps' factors exp2(m_w - max), then the sum and the max (log2 units), formed
-  // once by thread r; every output of the row then sums its warps' values with them, loads in flight together.
-  __shared__ float coef[16][kWarps + 2];  // its sum and max are the range's state for a cluster merge
-  if (static_cast<int>(threadIdx.x) < group) {
-    const int r = static_cast<int>(threadIdx.x), h = kvh * group + r;
-    float sink = -INFINITY;  // the sink joins the softmax once: in split 0
-    if (a.sinks && split == 0)
-      sink = (a.sinks_bf16 ? __bfloat162float(static_cast<const bf16*>(a.sinks)[h])
-                           : static_cast<const float*>(a.sinks)[h]) * kLog2e;
-    float mx = sink;
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, ws[(w * 16 + r) * kRowF + D]);
-    float den = 0.0f;
-    if (mx != -INFINITY) den = sink == -INFINITY ? 0.0f : exp2_ftz(sink - mx);
+      for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, row_max[w][g + 8 * i]);
+      const float base = mx == -INFINITY ? 0.0f : mx;
+      alpha[i] = exp2_ftz(m[i] - base);
+      m[i] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int jn = 0; jn < 2; ++jn)
+#pragma unroll
+        for (int e = 2 * i; e < 2 * i + 2; ++e) {
+          s[jn][e] = exp2_ftz(s[jn][e] - base);
+          sum += s[jn][e];
+        }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (t == 0) row_sum[warp][g + 8 * i] = sum;
+    }
+    p_frag[warp][lane] = make_uint4(pack_bf16x2(s[0][0], s[0][1]), pack_bf16x2(s[0][2], s[0][3]),
+                                    pack_bf16x2(s[1][0], s[1][1]), pack_bf16x2(s[1][2], s[1][3]));
+    __syncthreads();  // B: every warp's P and sums
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      l[i] *= alpha[i];
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) l[i] += row_sum[w][g + 8 * i];
+    }
+#pragma unroll
+    for (int dn = 0; dn < kCols / 8; ++dn)
+      o[dn][0] *= alpha[0], o[dn][1] *= alpha[0], o[dn][2] *= alpha[1], o[dn][3] *= alpha[1];
+      // O (this warp's columns) += P V over the chunk's four tiles, P's A fragments as their warps left them.
+#pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      const float* wr = ws + (w * 16 + r) * kRowF;
-      const float f = mx != -INFINITY ? exp2_ftz(wr[D] - mx) : 0.0f;
-      coef[r][w] = f;
-      den += f * wr[D + 1];
-    }
-    coef[r][kWarps] = den;
-    coef[r][kWarps + 1] = mx;
-  }
-  __syncthreads();
-#pragma unroll 4
-  for (int i = threadIdx.x; i < group * D; i += kThreads) {
-    const int r = i / D, c = i % D, h = kvh * group + r;
-    float num = 0.0f;
+      const uint4 pf = p_frag[w][lane];
+      const uint32_t p[4] = {pf.x, pf.y, pf.z, pf.w};
+      const bf16* vs = reinterpret_cast<const bf16*>(smem_raw) + (w * 4 + 2 * stage + 1) * S::kTile;  // warp w's V
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) num += coef[r][w] * ws[(w * 16 + r) * kRowF + c];
-    const float den = coef[r][kWarps];
-    if (n_used == 1) {
-      TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + int64_t{h} * a.o_head;
-      out[c] = from_f32<TO>(den > 0.0f ? num / den : 0.0f);
-    } else if (kClusterMerge) {  // warp 0's row r, column c: read above by this thread only
-      ws[r * kRowF + c] = num;
-    } else {
-      float* part = partial + ((int64_t{row} * a.n_head + h) * n_split + split) * (D + 2);  // attention.cu's layout
-      part[c] = num;
-      if (c == 0) {
-        const float mx = coef[r][kWarps + 1];
-        part[D] = mx == -INFINITY ? -INFINITY : mx / kLog2e, part[D + 1] = den;
+      for (int dp = 0; dp < kCols / 16; ++dp) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, vs + (lane % 16) * kLd + warp * kCols + 16 * dp + 8 * (lane / 16));
+        mma_bf16_16816(o[2 * dp], p, b[0], b[1]);
+        mma_bf16_16816(o[2 * dp + 1], p, b[2], b[3]);
       }
     }
   }
-  if (kClusterMerge && n_used > 1) merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, &coef[0][0]);
+  cp_async_wait<0>();
+
+  // Rows g and g + 8: the sink joins the softmax once (split 0); num = f O, den = f l (+ the sink's term).
+  float f[2], den[2], mxf[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = g + 8 * i;
+    float sink = -INFINITY;
+    if (a.sinks && split == 0 && r < group) {
+      const int h = kvh * group + r;
+      sink = (a.sinks_bf16 ? __bfloat162float(static_cast<const bf16*>(a.sinks)[h])
+                           : static_cast<const float*>(a.sinks)[h]) *
+             kLog2e;
+    }
+    const float mx = fmaxf(m[i], sink);
+    f[i] = mx != -INFINITY ? exp2_ftz(m[i] - mx) : 0.0f;
+    den[i] = f[i] * l[i] + (mx != -INFINITY && sink != -INFINITY ? exp2_ftz(sink - mx) : 0.0f);
+    mxf[i] = mx;
+  }
+  if (n_used == 1) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = g + 8 * i;
+      if (r >= group) continue;
+      TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + int64_t{kvh * group + r} * a.o_head;
+      const float inv = den[i] > 0.0f ? f[i] / den[i] : 0.0f;
+#pragma unroll
+      for (int dn = 0; dn < kCols / 8; ++dn) {
+        const int col = warp * kCols + 8 * dn + 2 * t;
+        out[col] = from_f32<TO>(o[dn][2 * i] * inv);
+        out[col + 1] = from_f32<TO>(o[dn][2 * i + 1] * inv);
+      }
+    }
+  } else if (kClusterMerge) {
+    __syncthreads();  // every warp is done with the tile buffers: they hold the range's state now
+    float* ws = reinterpret_cast<float*>(smem_raw);
+    constexpr int kRowF = D + 3;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = g + 8 * i;
+#pragma unroll
+      for (int dn = 0; dn < kCols / 8; ++dn) {
+        const int col = warp * kCols + 8 * dn + 2 * t;
+        ws[r * kRowF + col] = f[i] * o[dn][2 * i];
+        ws[r * kRowF + col + 1] = f[i] * o[dn][2 * i + 1];
+      }
+      if (warp == 0 && t == 0) state[r][0] = den[i], state[r][1] = mxf[i];
+    }
+    merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, &state[0][0]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int r = g + 8 * i;
+      if (r >= group) continue;
+      float* part = partial + ((int64_t{row} * a.n_head + kvh * group + r) * n_split + split) * (D + 2);
+#pragma unroll
+      for (int dn = 0; dn < kCols / 8; ++dn) {
+        const int col = warp * kCols + 8 * dn + 2 * t;
+        part[col] = f[i] * o[dn][2 * i];
+        part[col + 1] = f[i] * o[dn][2 * i + 1];
+      }
+      if (warp == 0 && t == 0) part[D] = mxf[i] == -INFINITY ? -INFINITY : mxf[i] / kLog2e, part[D + 1] = den[i];
+    }
+  }
+}
+
+// The dynamic shared memory a block of `kernel` asks for: Smem's bytes; for D = 128 in clusters, padded where three
+// blocks would fit an SM by their shared memory (the H200's 228 KB holds three of 75.9 KB), so that two do and a few
+// rows' ranges spread over more SMs. On the H200 (Qwen3-30B-A3B's heads, batch 1) the cluster form measured
+// 1180-1205 tok/s at two blocks an SM and 1160.6 at three (one run); batch 4 was no slower at two (docs/perf.md).
+// Launches without clusters (many ranges: long rows) fill the device with their blocks and keep three, as measured;
+// head dim 64 is unmeasured and keeps what fits.
+template <int D, bool kClusterMerge>
+cudaError_t block_smem(const void* kernel, size_t& bytes) {
+  bytes = Smem<D>::kBytes;
+  if constexpr (D == 128 && kClusterMerge) {
+    int device = 0, per_sm = 0, reserved = 0;
+    cudaFuncAttributes fa{};
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
+    if (err == cudaSuccess) err = cudaFuncGetAttributes(&fa, kernel);
+    if (err != cudaSuccess) return err;
+    const size_t fixed = fa.sharedSizeBytes + static_cast<size_t>(reserved);  // static and the system's per block
+    const size_t third = static_cast<size_t>(per_sm) / 3;                     // three blocks of at most this fit
+    if (bytes + fixed <= third) bytes = (third + 1 - fixed + 127) / 128 * 128;
+  }
+  return cudaSuccess;
 }
 
 template <int D, class TO, bool kClusterMerge>
 cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool pdl,
                    cudaStream_t stream) {
-  constexpr size_t smem = Smem<D>::kBytes;
   const auto kernel = decode_kernel<D, TO, kClusterMerge>;
-  static const cudaError_t attr = [&] {
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks where the device has them
-      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    return err;
+  struct Setup {
+    cudaError_t err;
+    size_t smem;
+  };
+  static const Setup setup = [&] {
+    Setup s{cudaSuccess, 0};
+    s.err = block_smem<D, kClusterMerge>(reinterpret_cast<const void*>(kernel), s.smem);
+    if (s.err == cudaSuccess)
+      s.err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(s.smem));
+    if (s.err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks where the device has them
+      s.err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    return s;
   }();
-  if (attr != cudaSuccess) return attr;
+  if (setup.err != cudaSuccess) return setup.err;
   const dim3 grid(static_cast<unsigned>(n * a.n_kv), static_cast<unsigned>(n_split));
   const dim3 cluster(1, kClusterMerge ? static_cast<unsigned>(n_split) : 1u);
-  return launch_pdl_in_clusters(pdl, cluster, kernel, grid, dim3(kThreads), smem, stream, a, n_split, partial, used);
+  return launch_pdl_in_clusters(pdl, cluster, kernel, grid, dim3(kThreads), setup.smem, stream, a, n_split, partial,
+                                used);
 }
 
 template <int D>
