@@ -1,7 +1,8 @@
 // Decode attention (one query row per sequence) on tensor cores, FlashDecoding style. One block of 4 warps per
 // (row, KV head, split): the query heads of the KV group are the rows of one 16-row MMA tile (the K and V rows are
 // read once for the whole group) and the row's keys are divided into n_split ranges. The block takes its range in
-// chunks of 64 keys, a 16-key tile per warp (K and V double-buffered per warp by cp.async through the page table):
+// chunks of 64 keys, a 16-key tile per warp (each warp copies its K and V tile by cp.async through the page table into
+// its own double buffer, whose V every warp reads):
 // each warp scores its tile (S = Q K^T), the warps exchange their rows' maxima, each turns its tile into
 // probabilities against the common max and hands them round, and each warp multiplies all four tiles' probabilities
 // by its quarter of V's columns (an online softmax over the chunks). The warps so end with the same max and sum and
@@ -206,9 +207,11 @@ __global__ void __launch_bounds__(kThreads)
       for (int w = 0; w < kWarps; ++w) l[i] += row_sum[w][g + 8 * i];
     }
 #pragma unroll
-    for (int dn = 0; dn < kCols / 8; ++dn)
-      o[dn][0] *= alpha[0], o[dn][1] *= alpha[0], o[dn][2] *= alpha[1], o[dn][3] *= alpha[1];
-      // O (this warp's columns) += P V over the chunk's four tiles, P's A fragments as their warps left them.
+    for (int dn = 0; dn < kCols / 8; ++dn) {
+      o[dn][0] *= alpha[0], o[dn][1] *= alpha[0];
+      o[dn][2] *= alpha[1], o[dn][3] *= alpha[1];
+    }
+    // O (this warp's columns) += P V over the chunk's four tiles, P's A fragments as their warps left them.
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
       const uint4 pf = p_frag[w][lane];
@@ -289,52 +292,60 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The dynamic shared memory a block of `kernel` asks for: Smem's bytes; for D = 128 in clusters, padded where three
-// blocks would fit an SM by their shared memory (the H200's 228 KB holds three of 75.9 KB), so that two do and a few
-// rows' ranges spread over more SMs. On the H200 (Qwen3-30B-A3B's heads, batch 1) the cluster form measured
-// 1180-1205 tok/s at two blocks an SM and 1160.6 at three (one run); batch 4 was no slower at two (docs/perf.md).
-// Launches without clusters (many ranges: long rows) fill the device with their blocks and keep three, as measured;
-// head dim 64 is unmeasured and keeps what fits.
+// The dynamic shared memory of a launch's blocks: Smem's bytes, or `spread` bytes for a launch of at most
+// `spread_blocks` blocks. For D = 128 in clusters, where three blocks would fit an SM by their shared memory (the
+// H200's 228 KB holds three of 75.9 KB), a launch whose blocks fit the device at two an SM asks for enough that only
+// two do, and a few rows' ranges spread over more SMs. On the H200 (Qwen3-30B-A3B's heads) the cluster form measured
+// 1180-1205 tok/s at batch 1 with two blocks an SM and 1160.6 with three (one run), and batch 4 no slower at two
+// (docs/perf.md). Larger launches (many rows, or ranges without clusters) keep three an SM, as measured; head dim 64
+// is unmeasured and keeps what fits.
+struct LaunchSmem {
+  cudaError_t err = cudaSuccess;
+  size_t bytes = 0, spread = 0;
+  int64_t spread_blocks = 0;
+};
+
 template <int D, bool kClusterMerge>
-cudaError_t block_smem(const void* kernel, size_t& bytes) {
-  bytes = Smem<D>::kBytes;
+LaunchSmem launch_smem(const void* kernel) {
+  LaunchSmem s;
+  s.bytes = s.spread = Smem<D>::kBytes;
   if constexpr (D == 128 && kClusterMerge) {
-    int device = 0, per_sm = 0, reserved = 0;
+    int device = 0, per_sm = 0, reserved = 0, n_sm = 0;
     cudaFuncAttributes fa{};
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
-    if (err == cudaSuccess) err = cudaFuncGetAttributes(&fa, kernel);
-    if (err != cudaSuccess) return err;
+    s.err = cudaGetDevice(&device);
+    if (s.err == cudaSuccess)
+      s.err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    if (s.err == cudaSuccess)
+      s.err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
+    if (s.err == cudaSuccess) s.err = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device);
+    if (s.err == cudaSuccess) s.err = cudaFuncGetAttributes(&fa, kernel);
+    if (s.err != cudaSuccess) return s;
     const size_t fixed = fa.sharedSizeBytes + static_cast<size_t>(reserved);  // static and the system's per block
     const size_t third = static_cast<size_t>(per_sm) / 3;                     // three blocks of at most this fit
-    if (bytes + fixed <= third) bytes = (third + 1 - fixed + 127) / 128 * 128;
+    if (s.bytes + fixed <= third) s.spread = (third + 1 - fixed + 127) / 128 * 128;
+    s.spread_blocks = 2 * int64_t{n_sm};
   }
-  return cudaSuccess;
+  return s;
 }
 
 template <int D, class TO, bool kClusterMerge>
 cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool pdl,
                    cudaStream_t stream) {
   const auto kernel = decode_kernel<D, TO, kClusterMerge>;
-  struct Setup {
-    cudaError_t err;
-    size_t smem;
-  };
-  static const Setup setup = [&] {
-    Setup s{cudaSuccess, 0};
-    s.err = block_smem<D, kClusterMerge>(reinterpret_cast<const void*>(kernel), s.smem);
+  static const LaunchSmem setup = [&] {
+    LaunchSmem s = launch_smem<D, kClusterMerge>(reinterpret_cast<const void*>(kernel));
     if (s.err == cudaSuccess)
-      s.err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(s.smem));
+      s.err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(s.spread));
     if (s.err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks where the device has them
       s.err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return s;
   }();
   if (setup.err != cudaSuccess) return setup.err;
+  const int64_t blocks = n * a.n_kv * n_split;
+  const size_t smem = blocks <= setup.spread_blocks ? setup.spread : setup.bytes;
   const dim3 grid(static_cast<unsigned>(n * a.n_kv), static_cast<unsigned>(n_split));
   const dim3 cluster(1, kClusterMerge ? static_cast<unsigned>(n_split) : 1u);
-  return launch_pdl_in_clusters(pdl, cluster, kernel, grid, dim3(kThreads), setup.smem, stream, a, n_split, partial,
-                                used);
+  return launch_pdl_in_clusters(pdl, cluster, kernel, grid, dim3(kThreads), smem, stream, a, n_split, partial, used);
 }
 
 template <int D>
