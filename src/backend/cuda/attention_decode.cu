@@ -13,6 +13,8 @@
 // from every range's state (no global partials, no second kernel).
 #include <cooperative_groups.h>
 
+#include <type_traits>
+
 #include "backend/cuda/attention_decode.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/mma.cuh"
@@ -245,19 +247,23 @@ __global__ void __launch_bounds__(kThreads)
     den[i] = f[i] * l[i] + (mx != -INFINITY && sink != -INFINITY ? exp2_ftz(sink - mx) : 0.0f);
     mxf[i] = mx;
   }
+  // Row g + 8 i of O's columns this warp holds, times `scale`, into dst [D] (TO or f32).
+  auto store_cols = [&](int i, auto* dst, float scale) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+#pragma unroll
+    for (int dn = 0; dn < kCols / 8; ++dn) {
+      const int col = warp * kCols + 8 * dn + 2 * t;
+      dst[col] = from_f32<T>(o[dn][2 * i] * scale);
+      dst[col + 1] = from_f32<T>(o[dn][2 * i + 1] * scale);
+    }
+  };
   if (n_used == 1) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int r = g + 8 * i;
       if (r >= group) continue;
       TO* out = static_cast<TO*>(a.out) + int64_t{row} * a.o_tok + int64_t{kvh * group + r} * a.o_head;
-      const float inv = den[i] > 0.0f ? f[i] / den[i] : 0.0f;
-#pragma unroll
-      for (int dn = 0; dn < kCols / 8; ++dn) {
-        const int col = warp * kCols + 8 * dn + 2 * t;
-        out[col] = from_f32<TO>(o[dn][2 * i] * inv);
-        out[col + 1] = from_f32<TO>(o[dn][2 * i + 1] * inv);
-      }
+      store_cols(i, out, den[i] > 0.0f ? f[i] / den[i] : 0.0f);
     }
   } else if (kClusterMerge) {
     __syncthreads();  // every warp is done with the tile buffers: they hold the range's state now
@@ -266,12 +272,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int r = g + 8 * i;
-#pragma unroll
-      for (int dn = 0; dn < kCols / 8; ++dn) {
-        const int col = warp * kCols + 8 * dn + 2 * t;
-        ws[r * kRowF + col] = f[i] * o[dn][2 * i];
-        ws[r * kRowF + col + 1] = f[i] * o[dn][2 * i + 1];
-      }
+      store_cols(i, ws + r * kRowF, f[i]);
       if (warp == 0 && t == 0) state[r][0] = den[i], state[r][1] = mxf[i];
     }
     merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, &state[0][0]);
@@ -281,12 +282,7 @@ __global__ void __launch_bounds__(kThreads)
       const int r = g + 8 * i;
       if (r >= group) continue;
       float* part = partial + ((int64_t{row} * a.n_head + kvh * group + r) * n_split + split) * (D + 2);
-#pragma unroll
-      for (int dn = 0; dn < kCols / 8; ++dn) {
-        const int col = warp * kCols + 8 * dn + 2 * t;
-        part[col] = f[i] * o[dn][2 * i];
-        part[col + 1] = f[i] * o[dn][2 * i + 1];
-      }
+      store_cols(i, part, f[i]);
       if (warp == 0 && t == 0) part[D] = mxf[i] == -INFINITY ? -INFINITY : mxf[i] / kLog2e, part[D + 1] = den[i];
     }
   }
