@@ -451,6 +451,19 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_step_kernel(Step st) {
   const auto top_up = [&](int layer, bool routed) {
     ws.top_up(ring, bars, pl, st, sm.ids, min(total, layer * pl.per_layer + (routed ? pl.per_layer + pl.sg : pl.sg)));
   };
+  // A dense phase's rows of this warp (row u of `units`: out[warp + 16 u]), each `parts` streamed stages dotted with x.
+  const auto dense_rows = [&](int layer, int units, int parts, float* out) {
+    for (int u = 0; u < units; ++u) {
+      float acc = 0.0f;
+      for (int part = 0; part < parts; ++part) {
+        acc += part_dot(ws.next(ring, bars), sm.x + part * (kStageBytes / 2), kStageBytes / 2, lane);
+        ws.done();
+        top_up(layer, false);
+      }
+      acc = warp_sum(acc);
+      if (lane == 0) out[warp + kWarps * u] = acc;
+    }
+  };
   for (int layer = 0; layer < kLayers; ++layer) {
     const LayerWeights& w = st.layers[layer];
     const int ph0 = layer * kPhases;
@@ -462,16 +475,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_step_kernel(Step st) {
       const float v = warp_sum(part_dot(reinterpret_cast<const bf16*>(sm.held) + warp * kD, sm.x, kD, lane));
       if (lane == 0) st.qkv_out[pl.q0 + warp] = v;
     }
-    for (int u = 0; u < pl.nq; ++u) {
-      float acc = 0.0f;
-      for (int part = 0; part < 2; ++part) {
-        acc += part_dot(ws.next(ring, bars), sm.x + part * (kStageBytes / 2), kStageBytes / 2, lane);
-        ws.done();
-        top_up(layer, false);
-      }
-      acc = warp_sum(acc);
-      if (lane == 0) st.qkv_out[pl.q0 + held_rows + warp + kWarps * u] = acc;
-    }
+    dense_rows(layer, pl.nq, 2, st.qkv_out + pl.q0 + held_rows);
     barrier(ph0);
     // P3: attention items.
     for (int it = b; it < n_items; it += gridDim.x)
@@ -501,16 +505,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_step_kernel(Step st) {
     // P4b: o_proj.
     reinterpret_cast<uint4*>(sm.x)[threadIdx.x] = __ldcg(reinterpret_cast<const uint4*>(st.attn_out) + threadIdx.x);
     __syncthreads();
-    for (int u = 0; u < pl.no; ++u) {
-      float acc = 0.0f;
-      for (int part = 0; part < 4; ++part) {
-        acc += part_dot(ws.next(ring, bars), sm.x + part * (kStageBytes / 2), kStageBytes / 2, lane);
-        ws.done();
-        top_up(layer, false);
-      }
-      acc = warp_sum(acc);
-      if (lane == 0) st.o_out[pl.o0 + warp + kWarps * u] = acc;
-    }
+    dense_rows(layer, pl.no, 4, st.o_out + pl.o0);
     barrier(ph0 + 3);
     // P5: residual, norm, router; the next layer's held qkv rows start loading.
     if (layer + 1 < kLayers && held_rows > 0) {
@@ -518,16 +513,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_step_kernel(Step st) {
       load_held(st.layers[layer + 1]);
     }
     residual_norm(sm, st.resid, st.o_out, w.ffn_norm, st.resid + kD);
-    for (int u = 0; u < pl.nr; ++u) {
-      float acc = 0.0f;
-      for (int part = 0; part < 2; ++part) {
-        acc += part_dot(ws.next(ring, bars), sm.x + part * (kStageBytes / 2), kStageBytes / 2, lane);
-        ws.done();
-        top_up(layer, false);
-      }
-      acc = warp_sum(acc);
-      if (lane == 0) st.logits[pl.r0 + warp + kWarps * u] = acc;
-    }
+    dense_rows(layer, pl.nr, 2, st.logits + pl.r0);
     barrier(ph0 + 4);
     // P6: routing in every block (softmax, rank by 64-bit keys as moe_route's rank kernel), then gate/up.
     {
