@@ -61,10 +61,9 @@ constexpr int kStageBytes = 2048, kRing = FT_PL_RING;
 static_assert(kTopK * 2 == kWarps, "down: two warps an expert");
 constexpr int kHeldRows = FT_PL_HELD;   // qkv rows a block can hold through the MoE
 constexpr int kKRowPad = kHd * 2 + 16;  // bytes per key row in shared memory (bank spread)
-constexpr int kHeldBytes =
-    kHeldRows * kD * 2 > 2 * kRangeKeys* kKRowPad ? kHeldRows* kD * 2 : 2 * kRangeKeys* kKRowPad;  // or K/V tiles
-constexpr int kPhases = 7;                              // P1 P3 P4a P4b P5 P6 P7
-constexpr int kPartFloats = 2 * kGroup + kGroup * kHd;  // m[8], l[8], o[8][128]
+constexpr int kHeldBytes = std::max(kHeldRows * kD * 2, 2 * kRangeKeys * kKRowPad);  // held rows, or P3's K/V tiles
+constexpr int kPhases = 7;                                                           // P1 P3 P4a P4b P5 P6 P7
+constexpr int kPartFloats = 2 * kGroup + kGroup * kHd;                               // m[8], l[8], o[8][128]
 
 struct LayerWeights {
   const bf16* qkv;        // [5120, 2048]
@@ -194,7 +193,7 @@ struct Plan {
   int r0, r1;        // router rows
   int g0, g1;        // gate/up pairs: pair p = expert slot p / 768, row p % 768
   // This warp's unit counts and stage offsets within a layer.
-  int nq, no, nr, ng, nd, sq, so, sr, sg, sd, per_layer;
+  int nq, no, nr, ng, nd, so, sr, sg, sd, per_layer;
   __device__ void init(int b, int held_max, int warp) {
     q0 = share_begin(kQkvRows, b), q1 = share_begin(kQkvRows, b + 1);
     o0 = share_begin(kD, b), o1 = share_begin(kD, b + 1);
@@ -203,7 +202,7 @@ struct Plan {
     held = min(held_max, q1 - q0);
     nq = units(q1 - q0 - held, warp), no = units(o1 - o0, warp), nr = units(r1 - r0, warp);
     ng = units(g1 - g0, warp), nd = (o1 - o0 - (warp & 1) + 1) / 2;
-    sq = 0, so = sq + 2 * nq, sr = so + 4 * no, sg = sr + 2 * nr, sd = sg + 4 * ng, per_layer = sd + nd;
+    so = 2 * nq, sr = so + 4 * no, sg = sr + 2 * nr, sd = sg + 4 * ng, per_layer = sd + nd;
   }
   __device__ static int units(int n, int warp) { return n > warp ? (n - warp + kWarps - 1) / kWarps : 0; }
 };
@@ -720,19 +719,22 @@ int main(int argc, char** argv) {
     std::printf("the kernel does not fit an SM\n");
     return 1;
   }
-  // One step: the residual and MoE output reset (the same input every step), the barrier zeroed, the kernel.
-  const auto step = [&](bool with_marks) {
+  // A step's input: the residual and MoE output reset (the same input every step), the barrier zeroed.
+  const auto reset = [&] {
     CHECK(cudaMemcpy(st.resid + kD, embed.data(), kD * sizeof(float), cudaMemcpyHostToDevice));
     CHECK(cudaMemset(st.moe_out, 0, kD * sizeof(float)));
     CHECK(cudaMemset(st.barrier, 0, sizeof(unsigned)));
+  };
+  const auto launch = [&](unsigned long long* with_marks) {
     Step s = st;
-    s.marks = with_marks ? marks : nullptr;
+    s.marks = with_marks;
     void* args[] = {&s};
     CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_step_kernel), dim3(n_sm), dim3(kThreads), args,
                                       smem, nullptr));
   };
   std::vector<float> out_a(kD), out_b(kD);
-  step(false);
+  reset();
+  launch(nullptr);
   wait_device(diag, progress, n_sm);
   std::printf("first step done\n");
   CHECK(cudaMemcpy(out_a.data(), st.moe_out, kD * sizeof(float), cudaMemcpyDeviceToHost));
@@ -741,15 +743,10 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&b));
   std::vector<float> ms(reps);
   for (int r = 0; r < reps; ++r) {
-    CHECK(cudaMemcpy(st.resid + kD, embed.data(), kD * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK(cudaMemset(st.moe_out, 0, kD * sizeof(float)));
-    CHECK(cudaMemset(st.barrier, 0, sizeof(unsigned)));
+    reset();
     CHECK(cudaDeviceSynchronize());
-    Step s = st;
-    void* args[] = {&s};
     CHECK(cudaEventRecord(a));
-    CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_step_kernel), dim3(n_sm), dim3(kThreads), args,
-                                      smem, nullptr));
+    launch(nullptr);
     CHECK(cudaEventRecord(b));
     wait_device(diag, progress, n_sm);
     CHECK(cudaEventElapsedTime(&ms[r], a, b));
@@ -765,7 +762,8 @@ int main(int argc, char** argv) {
   std::printf("step of %d layers: median %.1f us (min %.1f), %.2f us a layer, %.2f MB a layer: %.0f GB/s\n", kLayers,
               med_us, ms[0] * 1e3, med_us / kLayers, layer_bytes / 1e6, layer_bytes * kLayers / (med_us * 1e-6) / 1e9);
   std::printf("output %s, %s across runs\n", finite ? "finite" : "NOT FINITE", same ? "bitwise equal" : "DIFFERENT");
-  step(true);
+  reset();
+  launch(marks);
   wait_device(diag, progress, n_sm);
   std::vector<unsigned long long> mk(static_cast<size_t>(n_marks) * n_sm);
   CHECK(cudaMemcpy(mk.data(), marks, mk.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
