@@ -1,9 +1,10 @@
-// Graph replay through the engine on the CUDA backend: decode steps replayed as captured graphs (padded to 1, 2 or 4
+// Graph replay through the engine on the CUDA backend: decode steps replayed as captured graphs (padded to 1, 2, 4 or 8
 // sequences) give bit for bit the tokens, logprobs and top logprobs of the same engine run eagerly
 // (EngineOptions::cuda_graph off); skipped without a GPU. One request with n seeded, sampled choices makes every
 // step's batch the same in both runs (separate requests would be batched as the engine thread happens to see them,
-// and the attention's split count depends on a step's rows). Prompts of 1016 tokens under a 4096-token context cross
-// from a key capacity of 1024 keys to 2048 as they decode, so their steps replay graphs of two capacities.
+// and the attention's ranges and cuBLASLt's algorithm depend on a step's rows rounded up to a power of two). Prompts
+// of 1016 tokens under a 4096-token context cross from a key capacity of 1024 keys to 2048 as they decode, so their
+// steps replay graphs of two capacities.
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -89,18 +90,18 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
          (c.prompt != 13 ? "_prompt" + std::to_string(c.prompt) : "");
 }
 
-// Batches of up to 4 sequences (padded 3 -> 4). Padding 5 or 6 to 8 is not bitwise equal to eager at 5 or 6 yet: the
-// attention op picks its split-KV count from the number of query rows, so the padded step sums keys in other splits.
-// So do steps of 3 rows padded to 4 under a key capacity of 1024 or more, where the keys no longer cap the split count
-// of the generic attention kernel (the fixtures' head_dim 16 takes it in f32 and bf16): hence 4 choices at 1016.
-INSTANTIATE_TEST_SUITE_P(Models, EngineCudaGraph,
-                         testing::Values(Case{"qwen3_moe", "f32", 1}, Case{"qwen3_moe", "f32", 3},
-                                         Case{"qwen3_dense", "f32", 3}, Case{"qwen3_dense", "f32", 4},
-                                         Case{"qwen3_moe", "bf16", 1}, Case{"qwen3_moe", "bf16", 3},
-                                         Case{"qwen3_dense", "bf16", 4}, Case{"qwen3_moe", "bf16", 1, 1016, 4096},
-                                         Case{"qwen3_dense", "bf16", 4, 1016, 4096},
-                                         Case{"qwen3_dense", "f32", 4, 1016, 4096}),
-                         case_name);
+// Padded batches: 3 -> 4, 5 and 6 -> 8 (steps of 5 to 8 rows take cuBLASLt for the dense projections, and the expert
+// GEMVs up to 8 tokens), also under a key capacity of 1024 or more, where the keys no longer cap the generic attention
+// kernel's split count (the fixtures' head_dim 16 takes it in f32 and bf16).
+INSTANTIATE_TEST_SUITE_P(
+    Models, EngineCudaGraph,
+    testing::Values(Case{"qwen3_moe", "f32", 1}, Case{"qwen3_moe", "f32", 3}, Case{"qwen3_dense", "f32", 3},
+                    Case{"qwen3_dense", "f32", 4}, Case{"qwen3_moe", "bf16", 1}, Case{"qwen3_moe", "bf16", 3},
+                    Case{"qwen3_dense", "bf16", 4}, Case{"qwen3_moe", "bf16", 5}, Case{"qwen3_dense", "bf16", 6},
+                    Case{"qwen3_moe", "f32", 6}, Case{"qwen3_moe", "bf16", 1, 1016, 4096},
+                    Case{"qwen3_dense", "bf16", 3, 1016, 4096}, Case{"qwen3_dense", "f32", 3, 1016, 4096},
+                    Case{"qwen3_moe", "bf16", 5, 1016, 4096}),
+    case_name);
 
 }  // namespace
 }  // namespace ft

@@ -242,12 +242,16 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
                            p.scale};
   if (tiles && n > meta.n_seq && prefill_attention_supported(hd_v))
     return cuda_status(launch_prefill_attention(pa, n, out.dtype == DType::kF32, cs.get()), "attention (prefill)");
-  // The longest key range a row can have: splits are sized from it (host-known), not from the step's rows, so a
-  // step's launch is the same whatever its kv lengths and however many rows pad it.
+  // The longest key range a row can have: splits are sized from it (host-known), not from the step's kv lengths, so
+  // a step's launch is the same from step to step. The rows they are planned for are the step's rounded up to a
+  // power of two (n_plan): a step padded to its CUDA graph's batch size (1, 2, 4, ... or the largest, which lies
+  // between the step's rows and that power of two) gets the ranges the same step run eagerly gets, so replay is
+  // bitwise equal to eager.
   const int64_t max_keys = p.window > 0 ? std::min<int64_t>(p.window, meta.page_table.dim(1) * meta.page_size)
                                         : meta.page_table.dim(1) * meta.page_size;
-  const int64_t per_split = n * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
-  const int64_t used_bytes = n * static_cast<int64_t>(sizeof(int32_t));  // the decode kernel's counts, after
+  const auto n_plan = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(n)));
+  const int64_t per_split = n_plan * n_head * (hd_v + 2) * static_cast<int64_t>(sizeof(float));
+  const int64_t used_bytes = n_plan * static_cast<int64_t>(sizeof(int32_t));  // the decode kernel's counts, after
   const int64_t max_split =
       std::max<int64_t>(1, (static_cast<int64_t>(CudaStream::kAttentionScratchBytes) - used_bytes) / per_split);
   if (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group)) {
@@ -258,10 +262,10 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     // cluster merge is divided over every block of the cluster, empty ranges too, and SMs the step leaves idle cost
     // nothing. H200, Qwen3-30B-A3B: 16 at batch 1 (2.8% faster than 2 to 4 at 100-165 keys), 8 at batch 4 (2.8% faster
     // than 16), 4 at batch 8 (1.4%) (docs/perf.md).
-    const int64_t fill = (3 * int64_t{cs.n_sm()} + n * pa.n_kv - 1) / (n * pa.n_kv);
+    const int64_t fill = (3 * int64_t{cs.n_sm()} + n_plan * pa.n_kv - 1) / (n_plan * pa.n_kv);
     const int64_t needed = (max_keys + kMinSplitKeys - 1) / kMinSplitKeys;
     const int64_t max_cluster = std::min(kMaxClusterSplits, cs.max_cluster_blocks());
-    const auto per_sm = static_cast<uint64_t>(std::max<int64_t>(1, cs.n_sm() / (n * pa.n_kv)));  // blocks of a row
+    const auto per_sm = static_cast<uint64_t>(std::max<int64_t>(1, cs.n_sm() / (n_plan * pa.n_kv)));  // a row's blocks
     const int64_t spread = needed > max_cluster ? 1 : std::min<int64_t>(max_cluster, std::bit_floor(per_sm));
     int n_split = static_cast<int>(
         std::clamp<int64_t>(std::max(needed, spread), 1, std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
@@ -294,7 +298,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
              cs.attention_scratch(), nullptr};
   // Splits: enough blocks for two waves, no split shorter than 16 keys of the longest possible sequence,
   // and the partials within the stream's fixed scratch.
-  const int64_t want = (2 * cs.n_sm() + n * n_head - 1) / (n * n_head);
+  const int64_t want = (2 * cs.n_sm() + n_plan * n_head - 1) / (n_plan * n_head);
   const int64_t n_split = std::min<int64_t>({want, std::max<int64_t>(1, max_keys / 16), kMaxSplit, max_split});
   a.n_split = static_cast<int>(n_split);
   const dim3 grid(static_cast<unsigned>(n * n_head), static_cast<unsigned>(n_split));

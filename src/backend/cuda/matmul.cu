@@ -2,6 +2,7 @@
 // bf16 through cuBLASLt (fp32 accumulate, bf16 or f32 output); f32 x bf16 (Qwen3.5's fp32 hidden states) through the
 // tensor-core GEMM of tc_gemm.cuh, each f32 value split in three bf16 parts; everything else (f32 weights, unaligned
 // shapes) through the fp32 CUDA-core tile GEMM.
+#include <bit>
 #include <string>
 
 #include "backend/cuda/common.cuh"
@@ -78,9 +79,35 @@ const LtPlan& lt_plan(CudaStream& cs, const Tensor& x, const Tensor& w, const Te
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b));
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d));
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d));
+  // The algorithm is the heuristic's for the rows rounded up to a power of two, where it runs this problem: a step
+  // padded to its CUDA graph's batch size (at most that power of two) then computes its real rows with the
+  // algorithm, tiles and split of the same step run eagerly, so replay is bitwise equal to eager.
+  const auto n_plan = static_cast<uint64_t>(std::bit_ceil(static_cast<uint64_t>(n)));
+  cublasLtMatrixLayout_t b_plan = nullptr, d_plan = nullptr;
+  if (n_plan != static_cast<uint64_t>(n) &&
+      cublasLtMatrixLayoutCreate(&b_plan, CUDA_R_16BF, static_cast<uint64_t>(k), n_plan, x.stride[0]) ==
+          CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&d_plan, out_type, static_cast<uint64_t>(m), n_plan, out.stride[0]) ==
+          CUBLAS_STATUS_SUCCESS) {
+    constexpr int kCandidates = 8;
+    cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
+    int found = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(cs.lt(), p.desc, p.a, b_plan, d_plan, d_plan, pref, kCandidates, results,
+                                       &found) == CUBLAS_STATUS_SUCCESS)
+      for (int i = 0; i < found && !p.usable; ++i) {
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(cs.lt(), p.desc, p.a, p.b, p.d, p.d, &results[i].algo, &check) ==
+                CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= ws)
+          p.algo = results[i].algo, p.usable = true;
+      }
+  }
+  if (b_plan) cublasLtMatrixLayoutDestroy(b_plan);
+  if (d_plan) cublasLtMatrixLayoutDestroy(d_plan);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  if (cublasLtMatmulAlgoGetHeuristic(cs.lt(), p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found) ==
+  if (!p.usable &&
+      cublasLtMatmulAlgoGetHeuristic(cs.lt(), p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &found) ==
           CUBLAS_STATUS_SUCCESS &&
       found > 0) {
     p.algo = result.algo;
