@@ -1,6 +1,7 @@
 // ft bench decode: batched decode throughput, eager and as one replayed graph per step, against the
 // device-to-device copy bandwidth it measures itself (and, with experts in host memory, against the serial bound
-// of HBM, PCIe and CPU time); optionally a per-op breakdown. ft bench bw: the bandwidth profile.
+// of HBM, PCIe and CPU time); optionally a per-op breakdown. ft bench bw: the bandwidth profile. ft bench sample:
+// the sample op alone (bench_sample.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "cli/bench_sample.h"
 #include "cli/commands.h"
 #include "cli/model_flags.h"
 #include "cli/op_profiler.h"
@@ -436,9 +438,22 @@ int cmd_bench(int argc, char** argv) {
     if (st.ok()) st = bench_bw(a);
     return st.ok() ? 0 : report_error("bench", st);
   }
+  if (argc >= 2 && std::strcmp(argv[1], "sample") == 0) {
+    Args a("bench sample", "Times the sample op (a decode step's draw from its logits) over random logits for common "
+                           "sampling settings.");
+    a.flag("device", "NAME", "device to measure (cuda, cpu or ref)", "cuda");
+    a.flag("batch", "N", "rows sampled together", "1");
+    a.flag("vocab", "N", "logits a row", "151936");
+    a.flag("scale", "F", "standard deviation of the random logits", "3");
+    a.flag("iters", "N", "timed calls per setting", "200");
+    Status st = a.parse(argc - 1, argv + 1);
+    if (st.ok()) st = bench_sample(a);
+    return st.ok() ? 0 : report_error("bench", st);
+  }
   if (argc < 2 || std::strcmp(argv[1], "decode") != 0) {
     std::fprintf(stderr, "usage: ft bench decode --model DIR [--device cuda] [--batch N] [--tokens N] [--profile]\n"
-                         "       ft bench bw [--device cuda] [--model DIR] [--out FILE]\n");
+                         "       ft bench bw [--device cuda] [--model DIR] [--out FILE]\n"
+                         "       ft bench sample [--device cuda] [--batch N] [--vocab N]\n");
     return argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) ? 0 : 2;
   }
   Args a("bench decode", "Measures batched decode throughput (every weight resident) against the measured copy "
