@@ -18,19 +18,33 @@ inline double value_at(const Tensor& t, int64_t i) { return load_as_f64(t.dtype,
 struct SampleCase {
   int64_t n, vocab, n_top;
   float temperature, top_k, top_p, min_p;
+  double step = 0;  // > 0: logits rounded to multiples of step (ties by the thousand)
 };
 
 inline std::vector<SampleCase> sample_cases() {
-  return {{3, 1, 0, 1.0f, 0, 1.0f, 0.0f},          {5, 17, 3, 0.0f, 0, 1.0f, 0.0f},
-          {7, 1000, 5, 1.0f, 0, 1.0f, 0.0f},       {7, 1000, 0, 0.7f, 40, 1.0f, 0.0f},
-          {9, 2049, 20, 1.3f, 0, 0.9f, 0.0f},      {9, 2049, 2, 0.8f, 50, 0.8f, 0.05f},
-          {6, 151936, 20, 1.0f, 20, 0.95f, 0.0f},  {4, 151936, 1, 0.6f, 0, 0.7f, 0.1f},
-          {4, 3001, 0, 1.0f, 1, 1.0f, 0.0f},       {33, 513, 4, 2.0f, 0, 1.0f, 0.2f}};
+  return {{3, 1, 0, 1.0f, 0, 1.0f, 0.0f},
+          {5, 17, 3, 0.0f, 0, 1.0f, 0.0f},
+          {7, 1000, 5, 1.0f, 0, 1.0f, 0.0f},
+          {7, 1000, 0, 0.7f, 40, 1.0f, 0.0f},
+          {9, 2049, 20, 1.3f, 0, 0.9f, 0.0f},
+          {9, 2049, 2, 0.8f, 50, 0.8f, 0.05f},
+          {6, 151936, 20, 1.0f, 20, 0.95f, 0.0f},
+          {4, 151936, 1, 0.6f, 0, 0.7f, 0.1f},
+          {4, 3001, 0, 1.0f, 1, 1.0f, 0.0f},
+          {33, 513, 4, 2.0f, 0, 1.0f, 0.2f},
+          // a flat top-p set of thousands of tokens; 100 top logprobs; tied logits across the top-k and top-p cuts
+          {2, 151936, 0, 2.0f, 0, 0.99f, 0.0f},
+          {3, 151936, 100, 1.0f, 0, 1.0f, 0.0f},
+          {4, 151936, 5, 0.9f, 50, 0.9f, 0.0f, 1.0},
+          {3, 40000, 3, 1.0f, 0, 0.5f, 0.0f, 0.5}};
 }
 
-// Logits Normal(0, 3) with a few exact ties; params per row with u spread over [0, 1).
+// Logits Normal(0, 3) with a few exact ties (or rounded to c.step); params per row with u spread over [0, 1).
 inline void fill_sample_inputs(const SampleCase& c, const Tensor& logits, const Tensor& params, uint64_t seed) {
   fill_normal(logits, seed, 3.0);
+  if (c.step > 0)
+    for (int64_t i = 0; i < logits.numel(); ++i)
+      set_value(logits, i, std::round(value_at(logits, i) / c.step) * c.step);
   for (int64_t r = 0; r < c.n; ++r) {
     if (c.vocab > 3) set_value(logits, r * c.vocab + 2, value_at(logits, r * c.vocab + 1));  // a tie
     const double u = std::fmod(0.137 + 0.618034 * static_cast<double>(r), 1.0);
@@ -90,9 +104,10 @@ inline void check_sample(const SampleCase& c, const Tensor& logits, const Tensor
 }
 
 inline std::string sample_case_name(const SampleCase& c) {
-  return "sample n=" + std::to_string(c.n) + " vocab=" + std::to_string(c.vocab) + " t=" +
-         std::to_string(c.temperature) + " top_k=" + std::to_string(c.top_k) + " top_p=" + std::to_string(c.top_p) +
-         " min_p=" + std::to_string(c.min_p);
+  return "sample n=" + std::to_string(c.n) + " vocab=" + std::to_string(c.vocab) +
+         " t=" + std::to_string(c.temperature) + " top_k=" + std::to_string(c.top_k) +
+         " top_p=" + std::to_string(c.top_p) + " min_p=" + std::to_string(c.min_p) +
+         (c.step > 0 ? " step=" + std::to_string(c.step) : "");
 }
 
 }  // namespace ft::test

@@ -1,7 +1,13 @@
 // sample: one block per row. Tokens are ordered by a 64-bit key (the logit's order-preserving bits, then the
-// inverted id, so ties rank the lower id first); the top-k and top-p cuts are the largest keys whose count / mass
-// of larger-or-equal keys still reaches the cut, found by bisection over the keys; the draw walks contiguous id
-// ranges per thread after a block scan. Every sum has a fixed order, so a row samples the same way every time.
+// inverted id, so ties rank the lower id first). The top-k and top-p cuts and the n_top most likely are found by
+// `cut`: passes that count (or weigh by probability) the keys above a threshold narrow a band of keys that holds the
+// cut, halving it in logit value while that narrows it, until it fits in shared memory; the band is then sorted and
+// the cut read off its prefix sums. A row takes a few passes over its logits (7 with top-k and top-p) where bisecting
+// the 64-bit keys took about 64 a cut and one a top logprob. The draw walks contiguous id ranges per thread after a
+// block scan. Every sum has a fixed order, so a row samples the same way every time.
+#include <climits>
+#include <string>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 
@@ -10,17 +16,26 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
+constexpr int kBand = 2 * kThreads;  // keys a band holds in shared memory: two a thread
 
+__device__ __forceinline__ uint32_t order_bits(float l) {  // larger float, larger bits
+  const uint32_t b = __float_as_uint(l);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
 __device__ __forceinline__ uint64_t key_of(float l, int64_t i) {
-  uint32_t b = __float_as_uint(l);
-  b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  return (uint64_t{b} << 32) | (0xffffffffu - static_cast<uint32_t>(i));
+  return (uint64_t{order_bits(l)} << 32) | (0xffffffffu - static_cast<uint32_t>(i));
 }
 __device__ __forceinline__ int64_t id_of(uint64_t key) { return 0xffffffffu - static_cast<uint32_t>(key); }
+__device__ __forceinline__ float value_of(uint64_t key) {
+  const auto b = static_cast<uint32_t>(key >> 32);
+  return __uint_as_float((b & 0x80000000u) ? (b & 0x7fffffffu) : ~b);
+}
 
 struct Shared {
+  uint64_t band[kBand];  // a cut's band, sorted descending
   uint64_t u64[kWarps];
-  float f32[kWarps];
+  float f32[kWarps], g32[kWarps];
+  int band_n;
   int64_t chosen;
 };
 
@@ -40,36 +55,118 @@ __device__ uint64_t block_max_u64(uint64_t v, Shared& sh) {
   return v;
 }
 
-__device__ float block_sum_f32(float v, Shared& sh) {
-  v = warp_sum(v);
+// Two sums over the block at once, in a fixed order.
+__device__ float2 block_sum2(float a, float b, Shared& sh) {
+  a = warp_sum(a);
+  b = warp_sum(b);
   __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh.f32[threadIdx.x >> 5] = v;
+  if ((threadIdx.x & 31) == 0) sh.f32[threadIdx.x >> 5] = a, sh.g32[threadIdx.x >> 5] = b;
   __syncthreads();
-  return warp_sum(sh.f32[threadIdx.x & 31]);
+  return {warp_sum(sh.f32[threadIdx.x & 31]), warp_sum(sh.g32[threadIdx.x & 31])};
 }
 
-// Count (as float, exact below 2^24) or probability mass of the tokens whose key is >= k and >= floor.
+// Inclusive prefix sum of v over the threads in thread order; `total` gets the block's sum.
+__device__ float block_inclusive_scan(float v, float& total, Shared& sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float inc = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const float w = __shfl_up_sync(0xffffffffu, inc, o);
+    if (lane >= o) inc += w;
+  }
+  __syncthreads();  // every thread is done with sh.f32
+  if (lane == 31) sh.f32[warp] = inc;
+  __syncthreads();
+  if (warp == 0) {
+    float w = sh.f32[lane];
+    for (int o = 1; o < 32; o <<= 1) {
+      const float x = __shfl_up_sync(0xffffffffu, w, o);
+      if (lane >= o) w += x;
+    }
+    sh.f32[lane] = w;  // inclusive warp totals
+  }
+  __syncthreads();
+  total = sh.f32[kWarps - 1];
+  return inc + (warp > 0 ? sh.f32[warp - 1] : 0.0f);
+}
+
+// The count (x) and probability mass exp((l - mx) / t) (y, when kMass) of the keys >= k.
 template <bool kMass>
-__device__ float at_least(const float* l, int64_t v, float mx, float inv_t, uint64_t k, uint64_t floor,
-                          Shared& sh) {
-  float acc = 0;
+__device__ float2 above(const float* l, int64_t v, float mx, float inv_t, uint64_t k, Shared& sh) {
+  float n = 0, m = 0;
+  for (int64_t i = threadIdx.x; i < v; i += kThreads)
+    if (key_of(l[i], i) >= k) {
+      n += 1.0f;
+      if (kMass) m += __expf((l[i] - mx) * inv_t);
+    }
+  return block_sum2(n, m, sh);
+}
+
+// A threshold in (lo, hi]: halfway in logit value where both ends are finite and apart, else halfway in key space.
+__device__ uint64_t midpoint(uint64_t lo, uint64_t hi, bool by_value) {
+  const uint64_t by_key = lo + (hi - lo) / 2 + 1;
+  const float a = value_of(lo), b = value_of(hi);
+  if (!by_value || !isfinite(a) || !isfinite(b) || !(a < b)) return by_key;
+  const uint64_t k = uint64_t{order_bits(0.5f * a + 0.5f * b)} << 32;  // the smallest key of that value
+  return k > lo && k <= hi ? k : by_key;
+}
+
+// Gathers the n keys in [lo, hi] (n <= kBand) into sh.band, sorted descending (a bitonic sort).
+__device__ void gather_sorted(const float* l, int64_t v, uint64_t lo, uint64_t hi, int n, Shared& sh) {
+  if (threadIdx.x == 0) sh.band_n = 0;
+  __syncthreads();
   for (int64_t i = threadIdx.x; i < v; i += kThreads) {
     const uint64_t key = key_of(l[i], i);
-    if (key >= k && key >= floor) acc += kMass ? __expf((l[i] - mx) * inv_t) : 1.0f;
+    if (key >= lo && key <= hi) {
+      const int at = atomicAdd(&sh.band_n, 1);
+      if (at < kBand) sh.band[at] = key;
+    }
   }
-  return block_sum_f32(acc, sh);
+  int p = 1;
+  while (p < n) p <<= 1;
+  __syncthreads();
+  for (int j = n + static_cast<int>(threadIdx.x); j < p; j += kThreads) sh.band[j] = 0;  // pads sort last
+  __syncthreads();
+  for (int size = 2; size <= p; size <<= 1)
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      for (int t = static_cast<int>(threadIdx.x); t < p / 2; t += kThreads) {
+        const int i = 2 * t - (t & (stride - 1)), j = i + stride;
+        const uint64_t a = sh.band[i], b = sh.band[j];
+        if ((i & size) == 0 ? a < b : a > b) sh.band[i] = b, sh.band[j] = a;  // descending where (i & size) == 0
+      }
+      __syncthreads();
+    }
 }
 
-// The largest key K in [lo, hi] with f(K) >= target (f falls as K grows; f(lo) >= target).
+// The largest key K in [lo, hi] with f(K) >= target, f(K) being the count (kMass false) or the probability mass of
+// the keys >= K; f(lo) >= target and n_lo keys are >= lo. Passes narrow [lo, hi] until at most kBand keys lie in it
+// (the keys above hi count n_above, weigh f_above < target); the band, sorted, holds the cut at the first key whose
+// prefix sum brings f_above to the target.
 template <bool kMass>
-__device__ uint64_t bisect(const float* l, int64_t v, float mx, float inv_t, uint64_t lo, uint64_t hi,
-                           uint64_t floor, float target, Shared& sh) {
-  while (lo < hi) {
-    const uint64_t mid = lo + (hi - lo + 1) / 2;
-    if (at_least<kMass>(l, v, mx, inv_t, mid, floor, sh) >= target) lo = mid;
-    else hi = mid - 1;
+__device__ uint64_t cut(const float* l, int64_t v, float mx, float inv_t, uint64_t lo, uint64_t hi, float n_lo,
+                        float target, Shared& sh) {
+  float n_above = 0, f_above = 0;
+  bool by_value = true;
+  while (n_lo - n_above > kBand) {
+    const uint64_t mid = midpoint(lo, hi, by_value);
+    const float2 a = above<kMass>(l, v, mx, inv_t, mid, sh);
+    const float f = kMass ? a.y : a.x, before = n_lo - n_above;
+    if (f >= target)
+      lo = mid, n_lo = a.x;
+    else
+      hi = mid - 1, n_above = a.x, f_above = f;
+    by_value = n_lo - n_above <= 0.75f * before;  // value halving while it narrows the band, else key halving
   }
-  return lo;
+  const int n = static_cast<int>(n_lo - n_above);
+  gather_sorted(l, v, lo, hi, n, sh);
+  const int j0 = 2 * static_cast<int>(threadIdx.x), j1 = j0 + 1;
+  const auto term = [&](int j) { return j >= n ? 0.0f : kMass ? __expf((value_of(sh.band[j]) - mx) * inv_t) : 1.0f; };
+  const float t0 = term(j0), t1 = term(j1);
+  float total;
+  const float inc1 = f_above + block_inclusive_scan(t0 + t1, total, sh), inc0 = inc1 - t1;
+  const int first = j0 < n && inc0 >= target ? j0 : j1 < n && inc1 >= target ? j1 : INT_MAX;
+  // The first index, as kBand - j; none (float rounding) takes the last key.
+  const uint64_t best = block_max_u64(first == INT_MAX ? 0 : kBand - first, sh);
+  return sh.band[best > 0 ? kBand - static_cast<int>(best) : n - 1];
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, const float* params, int64_t v,
@@ -79,41 +176,45 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
   const int64_t row = blockIdx.x;
   const float* l = logits + row * v;
   const float* p = params + row * 5;
-  const float t = p[0], top_k = p[1], top_p = p[2], min_p = p[3], u = p[4];
+  const float t = p[0], top_k = floorf(p[1]), top_p = p[2], min_p = p[3], u = p[4];
+  const float inv_t = t > 0 ? 1.0f / t : 1.0f;
+  // One pass: the largest key, and each thread's sums of exp(l - m) and exp((l - m) / t) under its running max m.
   uint64_t best = 0;
+  float m = -INFINITY, s1 = 0, st = 0;
   for (int64_t i = threadIdx.x; i < v; i += kThreads) {
-    const uint64_t k = key_of(l[i], i);
+    const float x = l[i];
+    const uint64_t k = key_of(x, i);
     best = k > best ? k : best;
+    if (!(x > -INFINITY)) continue;  // -inf and NaN add nothing
+    if (x > m) {
+      s1 = s1 * __expf(m - x) + 1.0f, st = st * __expf((m - x) * inv_t) + 1.0f, m = x;
+    } else {
+      s1 += __expf(x - m), st += __expf((x - m) * inv_t);
+    }
   }
   best = block_max_u64(best, sh);
   const float mx = l[id_of(best)];
-  float se = 0;
-  for (int64_t i = threadIdx.x; i < v; i += kThreads) se += __expf(l[i] - mx);
-  const float lse = mx + logf(block_sum_f32(se, sh));
-  // The n_top most likely: each pass takes the largest key below the last one.
-  uint64_t prev = best;
-  for (int64_t j = 0; j < n_top; ++j) {
-    uint64_t k = 0;
-    if (j > 0) {
-      for (int64_t i = threadIdx.x; i < v; i += kThreads) {
-        const uint64_t ki = key_of(l[i], i);
-        if (ki < prev && ki > k) k = ki;
-      }
-      prev = block_max_u64(k, sh);
-    }
-    if (threadIdx.x == 0) {
-      top_ids[row * n_top + j] = static_cast<int32_t>(id_of(prev));
-      logprobs[row * ld_lp + 1 + j] = l[id_of(prev)] - lse;
+  const float2 sums = block_sum2(s1 * __expf(m - mx), st * __expf((m - mx) * inv_t), sh);
+  const float lse = mx + logf(sums.x), z_all = sums.y;  // z_all: every token's exp((l - mx) / t)
+  // The n_top most likely, in order.
+  if (n_top > 0) {
+    const uint64_t kn =
+        n_top >= v ? 0 : cut<false>(l, v, mx, inv_t, 0, best, static_cast<float>(v), static_cast<float>(n_top), sh);
+    gather_sorted(l, v, kn, best, static_cast<int>(n_top), sh);
+    for (int64_t j = threadIdx.x; j < n_top; j += kThreads) {
+      top_ids[row * n_top + j] = static_cast<int32_t>(id_of(sh.band[j]));
+      logprobs[row * ld_lp + 1 + j] = value_of(sh.band[j]) - lse;
     }
   }
   int64_t chosen = id_of(best);
   if (t > 0 && top_k != 1) {
-    const float inv_t = 1.0f / t;
-    uint64_t floor = 0;
-    if (top_k > 0 && top_k < static_cast<float>(v)) floor = bisect<false>(l, v, mx, inv_t, 0, best, 0, top_k, sh);
+    uint64_t floor = 0;  // kept: key >= floor
+    float n_kept = static_cast<float>(v);
+    if (top_k > 0 && top_k < static_cast<float>(v))
+      floor = cut<false>(l, v, mx, inv_t, 0, best, n_kept, top_k, sh), n_kept = top_k;
     if (top_p < 1) {
-      const float z = at_least<true>(l, v, mx, inv_t, 0, floor, sh);
-      floor = bisect<true>(l, v, mx, inv_t, floor, best, floor, top_p * z, sh);
+      const float z = floor == 0 ? z_all : above<true>(l, v, mx, inv_t, floor, sh).y;
+      floor = cut<true>(l, v, mx, inv_t, floor, best, n_kept, top_p * z, sh);
     }
     // Kept: key >= floor and probability >= min_p (the largest is exp(0) = 1). Thread i walks ids [i c, (i+1) c).
     const int64_t chunk = (v + kThreads - 1) / kThreads, b = threadIdx.x * chunk;
@@ -127,28 +228,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, c
       float q;
       if (kept(i, q)) own += q;
     }
-    // Inclusive block scan of `own`: warps, then the warp totals.
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float inc = own;
-    for (int o = 1; o < 32; o <<= 1) {
-      const float w = __shfl_up_sync(0xffffffffu, inc, o);
-      if (lane >= o) inc += w;
-    }
-    __syncthreads();  // every thread has read sh.f32 of the last block sum
-    if (lane == 31) sh.f32[warp] = inc;
+    float total;
+    const float inc = block_inclusive_scan(own, total, sh);
     if (threadIdx.x == 0) sh.chosen = -1;
-    __syncthreads();
-    if (warp == 0) {
-      float w = sh.f32[lane];
-      for (int o = 1; o < 32; o <<= 1) {
-        const float x = __shfl_up_sync(0xffffffffu, w, o);
-        if (lane >= o) w += x;
-      }
-      sh.f32[lane] = w;  // inclusive warp totals
-    }
-    __syncthreads();
-    inc += warp > 0 ? sh.f32[warp - 1] : 0.0f;
-    const float total = sh.f32[kWarps - 1], target = u * total, excl = inc - own;
+    const float target = u * total, excl = inc - own;
     // The first thread with mass whose running total passes the target walks its range; the last thread with mass
     // takes a target past every total. One thread, chosen by reductions: the scan's rounding can leave neighbouring
     // threads' ranges [inc - own, inc) overlapping or apart, so testing each range alone could pick two or none.
@@ -193,7 +276,9 @@ Status sample(const Tensor& logits,   // [n, vocab] f32
                      top_ids.dim(1) != n_top || !top_ids.is_contiguous())) ||
       !logits.is_contiguous() || !params.is_contiguous() || !ids.is_contiguous() || !logprobs.is_contiguous())
     return shape_error("sample", "logits, params, ids, logprobs and top_ids do not match");
-  if (logits.dim(1) > INT32_MAX) return shape_error("sample", "vocabulary too large");
+  if (logits.dim(1) < 1 || logits.dim(1) > (int64_t{1} << 24))  // counts are exact floats up to 2^24
+    return shape_error("sample", "vocabulary of 1 to 2^24 tokens expected");
+  if (n_top > kBand) return shape_error("sample", "at most " + std::to_string(kBand) + " top logprobs");
   if (n == 0) return ok_status();
   sample_kernel<<<static_cast<unsigned>(n), kThreads, 0, cuda_stream(s).get()>>>(
       logits.ptr<const float>(), params.ptr<const float>(), logits.dim(1), ids.ptr<int32_t>(),
