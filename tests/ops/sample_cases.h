@@ -32,11 +32,13 @@ inline std::vector<SampleCase> sample_cases() {
           {4, 151936, 1, 0.6f, 0, 0.7f, 0.1f},
           {4, 3001, 0, 1.0f, 1, 1.0f, 0.0f},
           {33, 513, 4, 2.0f, 0, 1.0f, 0.2f},
-          // a flat top-p set of thousands of tokens; 100 top logprobs; tied logits across the top-k and top-p cuts
+          // a flat top-p set of thousands of tokens; 100 top logprobs; tied logits across the top-k and top-p cuts,
+          // the last with its top-k cut inside a tie of ~58,000 tokens (the search then halves the ids)
           {2, 151936, 0, 2.0f, 0, 0.99f, 0.0f},
           {3, 151936, 100, 1.0f, 0, 1.0f, 0.0f},
           {4, 151936, 5, 0.9f, 50, 0.9f, 0.0f, 1.0},
-          {3, 40000, 3, 1.0f, 0, 0.5f, 0.0f, 0.5}};
+          {3, 40000, 3, 1.0f, 0, 0.5f, 0.0f, 0.5},
+          {2, 151936, 0, 1.0f, 100000, 1.0f, 0.0f, 3.0}};
 }
 
 // Logits Normal(0, 3) with a few exact ties (or rounded to c.step); params per row with u spread over [0, 1).
