@@ -30,10 +30,9 @@ constexpr Setting kSettings[] = {
     {"t 1, min-p 0.05", 1.0f, 0, 1.0f, 0.05f, 0},
 };
 
-Result<Tensor> upload(Backend& be, const std::vector<float>& host, std::initializer_list<int64_t> shape) {
+Result<Tensor> upload(Backend& be, std::vector<float>& host, std::initializer_list<int64_t> shape) {
   FT_ASSIGN_OR_RETURN(Tensor t, be.empty(DType::kF32, shape));
-  std::vector<float> copy = host;
-  FT_RETURN_IF_ERROR(be.copy(Tensor::make(DType::kF32, shape, wrap_host(copy.data(), copy.size() * 4, nullptr)), t));
+  FT_RETURN_IF_ERROR(be.copy(Tensor::make(DType::kF32, shape, wrap_host(host.data(), host.size() * 4, nullptr)), t));
   FT_RETURN_IF_ERROR(be.stream().synchronize());
   return t;
 }

@@ -3,7 +3,7 @@
 // ids [w c, (w + 1) c), its lanes 16 bytes at a time where the row is aligned. The top-k and top-p cuts and the
 // n_top most likely are found by `cut`: passes that count (or weigh by probability) the keys above a threshold
 // narrow a band of keys that holds the cut, halving it in logit value while that narrows it, until it fits in shared
-// memory; the band is then sorted and the cut read off its prefix sums. A row takes a few passes over its logits (6
+// memory; the band is then sorted and the cut read off its prefix sums. A row takes a few passes over its logits (7
 // with top-k and top-p) where bisecting the 64-bit keys took about 64 a cut and one a top logprob. The draw picks
 // the warp whose range holds the target mass, then that warp walks its range 128 ids at a time. Every sum has a
 // fixed order, so a row samples the same way every time.
@@ -103,25 +103,23 @@ __device__ float2 block_sum2(float a, float b, Shared& sh) {
   return {warp_sum(sh.f32[threadIdx.x & 31]), warp_sum(sh.g32[threadIdx.x & 31])};
 }
 
+// Inclusive prefix sum of v over the lanes of the warp, in lane order (the whole warp calls it).
+__device__ __forceinline__ float warp_inclusive_sum(float v, int lane) {
+  for (int o = 1; o < 32; o <<= 1) {
+    const float w = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += w;
+  }
+  return v;
+}
+
 // Inclusive prefix sum of v over the threads in thread order.
 __device__ float block_inclusive_scan(float v, Shared& sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  float inc = v;
-  for (int o = 1; o < 32; o <<= 1) {
-    const float w = __shfl_up_sync(0xffffffffu, inc, o);
-    if (lane >= o) inc += w;
-  }
+  const float inc = warp_inclusive_sum(v, lane);
   __syncthreads();  // every thread is done with sh.f32
   if (lane == 31) sh.f32[warp] = inc;
   __syncthreads();
-  if (warp == 0) {
-    float w = sh.f32[lane];
-    for (int o = 1; o < 32; o <<= 1) {
-      const float x = __shfl_up_sync(0xffffffffu, w, o);
-      if (lane >= o) w += x;
-    }
-    sh.f32[lane] = w;  // inclusive warp totals
-  }
+  if (warp == 0) sh.f32[lane] = warp_inclusive_sum(sh.f32[lane], lane);  // inclusive warp totals
   __syncthreads();
   return inc + (warp > 0 ? sh.f32[warp - 1] : 0.0f);
 }
@@ -218,12 +216,7 @@ __device__ int64_t draw(const float* l, int64_t v, const Q& kept_q, float own, f
   if (lane == 0) sh.f32[warp] = own;
   __syncthreads();
   if (warp == 0) {
-    const float w = sh.f32[lane];
-    float inc = w;
-    for (int o = 1; o < 32; o <<= 1) {
-      const float x = __shfl_up_sync(kAll, inc, o);
-      if (lane >= o) inc += x;
-    }
+    const float w = sh.f32[lane], inc = warp_inclusive_sum(w, lane);
     const float target = u * __shfl_sync(kAll, inc, 31);
     const unsigned past = __ballot_sync(kAll, w > 0 && target < inc), mass = __ballot_sync(kAll, w > 0);
     const int pw = past ? __ffs(static_cast<int>(past)) - 1 : mass ? 31 - __clz(static_cast<int>(mass)) : -1;
@@ -244,11 +237,7 @@ __device__ int64_t draw(const float* l, int64_t v, const Q& kept_q, float own, f
         q[k] = i < e ? kept_q(l[i], i) : 0.0f;
         mine += q[k];
       }
-      float inc = mine;
-      for (int o = 1; o < 32; o <<= 1) {
-        const float x = __shfl_up_sync(kAll, inc, o);
-        if (lane >= o) inc += x;
-      }
+      const float inc = warp_inclusive_sum(mine, lane);
       const unsigned crossing = __ballot_sync(kAll, mine > 0 && target < run + inc);
       const unsigned has = __ballot_sync(kAll, mine > 0);
       // The lane that holds the pick walks its four; with none crossing, the last lane with mass gives the step's last
