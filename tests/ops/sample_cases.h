@@ -38,7 +38,11 @@ inline std::vector<SampleCase> sample_cases() {
           {3, 151936, 100, 1.0f, 0, 1.0f, 0.0f},
           {4, 151936, 5, 0.9f, 50, 0.9f, 0.0f, 1.0},
           {3, 40000, 3, 1.0f, 0, 0.5f, 0.0f, 0.5},
-          {2, 151936, 0, 1.0f, 100000, 1.0f, 0.0f, 3.0}};
+          {2, 151936, 0, 1.0f, 100000, 1.0f, 0.0f, 3.0},
+          // rows of 2, 8 and 2 blocks where the device has clusters (by the vocabulary, by the vocabulary, by the rows)
+          {3, 20000, 0, 0.8f, 30, 1.0f, 0.0f},
+          {5, 70000, 7, 1.0f, 0, 0.9f, 0.02f},
+          {40, 151936, 2, 1.0f, 40, 0.9f, 0.0f}};
 }
 
 // Logits Normal(0, 3) with a few exact ties (or rounded to c.step); params per row with u spread over [0, 1).
