@@ -158,24 +158,31 @@ __device__ float2 block_sum2(float a, float b, Shared& sh) {
   return {warp_sum(sh.f32[threadIdx.x & 31]), warp_sum(sh.g32[threadIdx.x & 31])};
 }
 
-// Two sums over the row: the block's, then (in a cluster) combined over the blocks. Each block leaves its total in a
-// slot, and after a cluster barrier every warp reads the blocks' totals a lane each and reduces them over its lanes:
-// the same values in the same order in every block. A slot is written again two exchanges later, after the barrier
-// of the next exchange, which no block passes before every block has read it.
+// Block `lane`'s total in every lane under the row's size (`none` in the others), in every block, where each block
+// gives its own (thread 0's `mine`): it leaves it in a slot, and after a cluster barrier every warp reads the blocks'
+// slots a lane each, so that reducing them over the lanes gives the same values in the same order in every block. The
+// two slots of a kind are used in turn: one is written again two exchanges later, after the barrier of the next
+// exchange, which no block passes before every block has read it.
+template <class T>
+__device__ T exchange(Row& r, T (&slots)[2], const T& mine, const T& none) {
+  T* slot = &slots[r.turn];
+  r.turn ^= 1;
+  if (threadIdx.x == 0) *slot = mine;
+  r.sync();
+  const int lane = threadIdx.x & 31;
+  return lane < r.size ? *r.at(slot, lane) : none;
+}
+
+// Two sums over the row: the block's, then (in a cluster) combined over the blocks.
 __device__ float2 row_sum2(float a, float b, Row& r, Shared& sh) {
   float2 t = block_sum2(a, b, sh);
   if (r.size == 1) return t;
-  float2* slot = &sh.x_f32[r.turn];
-  r.turn ^= 1;
-  if (threadIdx.x == 0) *slot = t;
-  r.sync();
-  const int lane = threadIdx.x & 31;
-  t = lane < r.size ? *r.at(slot, lane) : float2{0, 0};
+  t = exchange(r, sh.x_f32, t, float2{0, 0});
   return {warp_sum(t.x), warp_sum(t.y)};
 }
 
 // The row's RowStats from each thread's largest key (0 if none), its logit m and its sums under m: each block's, then
-// (in a cluster) the blocks' combined in one exchange (as row_sum2's).
+// (in a cluster) the blocks' combined in one exchange.
 __device__ RowStats row_stats(uint64_t key, float m, float s1, float st, float inv_t, Row& r, Shared& sh) {
   RowStats b{block_max_u64(key, sh), 0, 0};
   const float mb = value_of(b.best);
@@ -183,12 +190,7 @@ __device__ RowStats row_stats(uint64_t key, float m, float s1, float st, float i
   const float2 t = block_sum2(any ? s1 * __expf(m - mb) : 0.0f, any ? st * __expf((m - mb) * inv_t) : 0.0f, sh);
   b.s1 = t.x, b.st = t.y;
   if (r.size == 1) return b;
-  RowStats* slot = &sh.x_stats[r.turn];
-  r.turn ^= 1;
-  if (threadIdx.x == 0) *slot = b;
-  r.sync();
-  const int lane = threadIdx.x & 31;
-  const RowStats o = lane < r.size ? *r.at(slot, lane) : RowStats{0, 0, 0};
+  const RowStats o = exchange(r, sh.x_stats, b, RowStats{0, 0, 0});
   const uint64_t best = warp_max_u64(o.best);
   const float mx = value_of(best), mo = value_of(o.best);
   const bool has = o.best != 0;
@@ -382,14 +384,8 @@ __device__ int draw(Row& r, const Q& kept_q, float own, float u, Shared& sh) {
   __syncthreads();
   float block_total = 0;  // warp 0: the block's kept mass, its warps' in order
   if (warp == 0) block_total = __shfl_sync(kAll, warp_inclusive_sum(sh.f32[lane], lane), 31);
-  float* slot = &sh.x_f32[r.turn].x;
-  r.turn ^= 1;
-  if (r.size > 1) {
-    if (threadIdx.x == 0) *slot = block_total;
-    r.sync();
-  }
+  const float w_block = exchange(r, sh.x_f32, float2{block_total, 0}, float2{0, 0}).x;  // block lane's kept mass
   if (warp == 0) {
-    const float w_block = r.size == 1 ? (lane == 0 ? block_total : 0.0f) : lane < r.size ? *r.at(slot, lane) : 0.0f;
     float base = 0;
     const float target = u * __shfl_sync(kAll, warp_inclusive_sum(w_block, lane), 31);
     const int pick_rank = lane_holding(w_block, 0, target, lane, &base);
