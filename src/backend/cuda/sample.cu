@@ -3,14 +3,15 @@
 // rank the lower id first). Every pass reads the row warp by warp: the row's warp w (over all of its blocks, in rank
 // order) takes the contiguous ids [w c, (w + 1) c), its lanes 16 bytes at a time where the row is aligned; a block's
 // totals combine over the cluster through distributed shared memory, in rank order, so that every block holds the
-// same row totals. The top-k and top-p cuts and the n_top most likely are found by `cut`: passes that count (or weigh
-// by probability) the keys above a threshold narrow a band of keys that holds the cut, halving it in logit value
-// while that narrows it, until it fits in shared memory; the band is then gathered, sorted and the cut read off its
-// prefix sums. Where the band holds every kept token (top-k up to 2048, or a top-p that keeps no more), top-p is cut
-// and the token drawn inside it, sorted again by id (Qwen3's top-k 20, top-p 0.8 over 151936 tokens: 5 passes over
-// the logits). Else the draw picks the block, then the warp, whose range holds the target mass, and that warp walks
-// its range 128 ids at a time. Every sum has a fixed order for a given cluster size, so a row samples the same way
-// every time at a given batch size.
+// same row totals. The top-k cut and the n_top most likely are found by `cut`: passes that count the keys above a
+// threshold narrow a band of keys that holds the cut, halving it in logit value while that narrows it, until it fits
+// in shared memory; the band is then gathered, sorted and the cut read off its prefix sums. A top-p cut over more than
+// a band takes one pass that bins the keys by probability (`top_p_cut`), then the band of the bin that holds it. Where
+// the band holds every kept token (top-k up to 2048, or a top-p that keeps no more), top-p is cut and the token drawn
+// inside it, sorted again by id (Qwen3's top-k 20, top-p 0.8 over 151936 tokens: 5 passes over the logits). Else the
+// draw picks the block, then the warp, whose range holds the target mass, and that warp walks its range 128 ids at a
+// time. Every sum has a fixed order for a given cluster size, so a row samples the same way every time at a given
+// batch size.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -29,6 +30,9 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kBand = 2 * kThreads;  // keys a band holds in shared memory: two a thread
 constexpr int kMaxCluster = 8;
+constexpr int kBins = kThreads;       // a mass histogram's bins, one a thread
+constexpr float kBinsPerNat = 32.0f;  // bin b holds -ln p in [b, b + 1) / 32 (the last one open-ended)
+constexpr float kMassUnit = 0x1p39f;  // a histogram's mass in fixed point: exact sums in any order, 2^24 tokens fit
 
 __device__ __forceinline__ uint32_t order_bits(float l) {  // larger float, larger bits
   const uint32_t b = __float_as_uint(l);
@@ -50,15 +54,21 @@ __device__ __forceinline__ float value_of(uint64_t key) {
   return __uint_as_float((b & 0x80000000u) ? (b & 0x7fffffffu) : ~b);
 }
 
-// A row's (or block's) largest key, with exp(l - mx) and exp((l - mx) / t) summed under its logit mx.
+// A row's (or block's) largest key, with exp(l - mx) summed under its logit mx.
 struct RowStats {
   uint64_t best;
-  float s1, st;
+  float s1;
 };
 
 struct Shared {
   uint64_t band[kBand];  // a cut's band, sorted descending
-  uint64_t list[kBand];  // this block's keys of a band, unsorted (read by the cluster's blocks)
+  union {                // read by the cluster's blocks:
+    uint64_t list[kBand];  // this block's keys of a band, unsorted
+    struct {
+      unsigned long long mass[kBins];  // in kMassUnit
+      unsigned count[kBins];
+    } hist;  // this block's mass histogram
+  };
   uint64_t u64[kWarps];
   float f32[kWarps], g32[kWarps];
   RowStats x_stats[2];  // a block's totals for the cluster, two slots of each kind used in turn
@@ -66,6 +76,7 @@ struct Shared {
   int list_n;
   int pick_rank, pick_warp;  // the draw's block and warp, -1 if nothing is kept
   float target, pick_base;   // the draw's target mass, and the kept mass before the picked warp's range
+  float bin_n_above, bin_f_above, bin_n;  // the top-p cut's bin: the keys above it, their mass, its keys
   int chosen;
 };
 
@@ -181,20 +192,16 @@ __device__ float2 row_sum2(float a, float b, Row& r, Shared& sh) {
   return {warp_sum(t.x), warp_sum(t.y)};
 }
 
-// The row's RowStats from each thread's largest key (0 if none), its logit m and its sums under m: each block's, then
+// The row's RowStats from each thread's largest key (0 if none), its logit m and its sum under m: each block's, then
 // (in a cluster) the blocks' combined in one exchange.
-__device__ RowStats row_stats(uint64_t key, float m, float s1, float st, float inv_t, Row& r, Shared& sh) {
-  RowStats b{block_max_u64(key, sh), 0, 0};
+__device__ RowStats row_stats(uint64_t key, float m, float s1, Row& r, Shared& sh) {
+  RowStats b{block_max_u64(key, sh), 0};
   const float mb = value_of(b.best);
-  const bool any = key != 0;  // else m is -inf and the sums 0
-  const float2 t = block_sum2(any ? s1 * __expf(m - mb) : 0.0f, any ? st * __expf((m - mb) * inv_t) : 0.0f, sh);
-  b.s1 = t.x, b.st = t.y;
+  b.s1 = block_sum2(key != 0 ? s1 * __expf(m - mb) : 0.0f, 0.0f, sh).x;  // no key: m is -inf and the sum 0
   if (r.size == 1) return b;
-  const RowStats o = exchange(r, sh.x_stats, b, RowStats{0, 0, 0});
+  const RowStats o = exchange(r, sh.x_stats, b, RowStats{0, 0});
   const uint64_t best = warp_max_u64(o.best);
-  const float mx = value_of(best), mo = value_of(o.best);
-  const bool has = o.best != 0;
-  return {best, warp_sum(has ? o.s1 * __expf(mo - mx) : 0.0f), warp_sum(has ? o.st * __expf((mo - mx) * inv_t) : 0.0f)};
+  return {best, warp_sum(o.best != 0 ? o.s1 * __expf(value_of(o.best) - value_of(best)) : 0.0f)};
 }
 
 // Inclusive prefix sum of v over the lanes of the warp, in lane order (the whole warp calls it).
@@ -242,19 +249,20 @@ __device__ uint64_t midpoint(uint64_t lo, uint64_t hi, bool by_value) {
 
 __device__ void sort_band(int n, Shared& sh);
 
-// Gathers the row's n keys in [lo, hi] (n <= kBand) into every block's sh.band, sorted descending (a bitonic sort). In
-// a cluster each block lists its own, and after a cluster barrier copies every block's list in rank order.
-__device__ void gather_sorted(const Row& r, uint64_t lo, uint64_t hi, int n, Shared& sh) {
+// Gathers the keys of the row's n tokens where in(l, i) (n <= kBand) into every block's sh.band, sorted descending (a
+// bitonic sort). In a cluster each block lists its own, and after a cluster barrier copies every block's list in rank
+// order.
+template <class In>
+__device__ void gather_sorted(const Row& r, int n, const In& in, Shared& sh) {
   const bool own = r.size == 1;
-  if (!own) r.sync();  // no block still copies the lists of the gather before
+  if (!own) r.sync();  // no block still reads the lists (or histograms) before
   if (threadIdx.x == 0) sh.list_n = 0;
   __syncthreads();
   uint64_t* dst = own ? sh.band : sh.list;
   for_each_logit(r, [&](float x, int i) {
-    const uint64_t key = key_of(x, i);
-    if (key >= lo && key <= hi) {
+    if (in(x, i)) {
       const int at = atomicAdd(&sh.list_n, 1);
-      if (at < kBand) dst[at] = key;
+      if (at < kBand) dst[at] = key_of(x, i);
     }
   });
   if (!own) {
@@ -268,6 +276,17 @@ __device__ void gather_sorted(const Row& r, uint64_t lo, uint64_t hi, int n, Sha
   }
   __syncthreads();
   sort_band(n, sh);
+}
+
+// gather_sorted of the n keys in [lo, hi].
+__device__ void gather_range(const Row& r, uint64_t lo, uint64_t hi, int n, Shared& sh) {
+  gather_sorted(
+      r, n,
+      [&](float x, int i) {
+        const uint64_t k = key_of(x, i);
+        return k >= lo && k <= hi;
+      },
+      sh);
 }
 
 // Sorts sh.band[0, n) descending (a bitonic sort; n <= kBand); the caller's threads have all written it.
@@ -327,10 +346,54 @@ __device__ Cut cut(Row& r, float mx, float inv_t, uint64_t lo, uint64_t hi, floa
     by_value = n_lo - n_above <= 0.75f * before;  // value halving while it narrows the band, else key halving
   }
   const int n = static_cast<int>(n_lo - n_above);
-  gather_sorted(r, lo, hi, n, sh);
+  gather_range(r, lo, hi, n, sh);
   const auto term = [&](int j) { return kMass ? __expf((value_of(sh.band[j]) - mx) * inv_t) : 1.0f; };
   const int j = band_first_reaching(
       n, f_above, term, [&](float) { return target; }, sh);
+  return {sh.band[j], j, n_above};
+}
+
+// The top-p cut: cut<true>'s over the keys >= floor (n_kept of them), with top_p of their mass as the target, from a
+// histogram. One pass bins the keys by -ln p = (mx - l) / t, summing each bin's mass in fixed point (exact in any
+// order) and its count, over the cluster; the first bin whose running mass from the top reaches the target holds the
+// cut, and where it holds at most kBand keys they are gathered and the cut read off them. A bin of more (ties, a flat
+// row) leaves the cut to cut<true>.
+__device__ Cut top_p_cut(Row& r, float mx, float inv_t, uint64_t floor, uint64_t best, float n_kept, float top_p,
+                         Shared& sh) {
+  if (r.size > 1) r.sync();                     // no block still reads this block's list
+  const int b = static_cast<int>(threadIdx.x);  // this thread's bin
+  sh.hist.mass[b] = 0, sh.hist.count[b] = 0;
+  __syncthreads();
+  const float scale = inv_t * kBinsPerNat;
+  const auto bin_of = [&](float x) {
+    const float d = (mx - x) * scale;
+    return d < static_cast<float>(kBins - 1) ? static_cast<int>(d) : kBins - 1;  // -inf: the last
+  };
+  const auto kept = [&](float x, int i) { return floor == 0 || key_at_least(x, i, floor); };
+  for_each_logit(r, [&](float x, int i) {
+    if (!kept(x, i)) return;
+    const int k = bin_of(x);
+    atomicAdd(&sh.hist.mass[k], __float2ull_rn(__expf((x - mx) * inv_t) * kMassUnit));
+    atomicAdd(&sh.hist.count[k], 1u);
+  });
+  r.sync();  // every block's histogram is complete
+  unsigned long long m = 0;
+  unsigned c = 0;
+  for (int k = 0; k < r.size; ++k) m += r.at(sh.hist.mass, k)[b], c += r.at(sh.hist.count, k)[b];
+  const float mass = __ull2float_rn(m) / kMassUnit, count = static_cast<float>(c);
+  const float mass_inc = block_inclusive_scan(mass, sh);
+  const float target = top_p * sh.f32[kWarps - 1];  // the scan leaves the total there; the last bin reaches it
+  const float count_inc = block_inclusive_scan(count, sh);
+  const int cut_bin = kBins - static_cast<int>(block_max_u64(mass_inc >= target ? kBins - b : 0, sh));
+  if (b == cut_bin) sh.bin_n_above = count_inc - count, sh.bin_f_above = mass_inc - mass, sh.bin_n = count;
+  __syncthreads();
+  const float n_above = sh.bin_n_above, f_above = sh.bin_f_above, n = sh.bin_n;
+  if (n > kBand) return cut<true>(r, mx, inv_t, floor, best, n_kept, target, sh);
+  gather_sorted(
+      r, static_cast<int>(n), [&](float x, int i) { return kept(x, i) && bin_of(x) == cut_bin; }, sh);
+  const auto term = [&](int j) { return __expf((value_of(sh.band[j]) - mx) * inv_t); };
+  const int j = band_first_reaching(
+      static_cast<int>(n), f_above, term, [&](float) { return target; }, sh);
   return {sh.band[j], j, n_above};
 }
 
@@ -450,27 +513,26 @@ __global__ void __launch_bounds__(kThreads)
   const float t = p[0], top_k = floorf(p[1]), top_p = p[2], min_p = p[3], u = p[4];
   const float inv_t = t > 0 ? 1.0f / t : 1.0f;
   const bool sampled = t > 0 && top_k != 1, top_k_cut = top_k > 0 && top_k < static_cast<float>(v);
-  // z_all (exp((l - mx) / t) summed over every token) serves top-p without top-k, and a draw that keeps every token.
-  const bool want_z_all = sampled && !top_k_cut;
-  // One pass: each thread's running max m (its first id where it ties) and its sums of exp(l - m) (and
-  // exp((l - m) / t)) under it; -inf and NaN add nothing and are never the max.
+  const bool keeps_all = sampled && !top_k_cut && top_p >= 1 && min_p <= 0;  // a draw over every token
+  // One pass: each thread's running max m (its first id where it ties) and its sums of exp(l - m) (and, for a draw
+  // that keeps every token, exp((l - m) / t)) under it; -inf and NaN add nothing and are never the max.
   float m = -INFINITY, s1 = 0, st = 0;
   int at = -1;
   for_each_logit(r, [&](float x, int i) {
     if (x > m) {
       s1 = s1 * __expf(m - x) + 1.0f;
-      if (want_z_all) st = st * __expf((m - x) * inv_t) + 1.0f;
+      if (keeps_all) st = st * __expf((m - x) * inv_t) + 1.0f;
       m = x, at = i;
     } else if (x > -INFINITY) {
       s1 += __expf(x - m);
-      if (want_z_all) st += __expf((x - m) * inv_t);
+      if (keeps_all) st += __expf((x - m) * inv_t);
     }
   });
-  const RowStats st_row = row_stats(at < 0 ? 0 : key_of(m, at), m, s1, st, inv_t, r, sh);
+  const RowStats st_row = row_stats(at < 0 ? 0 : key_of(m, at), m, s1, r, sh);
   uint64_t best = st_row.best;
   float mx = value_of(best);
   if (best == 0) best = key_of(l[0], 0), mx = l[0];  // no logit above -inf: token 0
-  const float lse = mx + logf(st_row.s1), z_all = st_row.st;
+  const float lse = mx + logf(st_row.s1);
   // The n_top most likely, in order.
   if (n_top > 0) {
     bool whole = false;  // the band holds the n_top already
@@ -479,7 +541,7 @@ __global__ void __launch_bounds__(kThreads)
       const Cut c = cut<false>(r, mx, inv_t, 0, best, static_cast<float>(v), static_cast<float>(n_top), sh);
       kn = c.key, whole = c.n_above == 0;
     }
-    if (!whole) gather_sorted(r, kn, best, static_cast<int>(n_top), sh);
+    if (!whole) gather_range(r, kn, best, static_cast<int>(n_top), sh);
     for (int64_t j = threadIdx.x; r.rank == 0 && j < n_top; j += kThreads) {
       top_ids[row * n_top + j] = id_of(sh.band[j]);
       logprobs[row * ld_lp + 1 + j] = value_of(sh.band[j]) - lse;
@@ -496,7 +558,7 @@ __global__ void __launch_bounds__(kThreads)
       if (c.n_above == 0)
         band_n = c.index + 1;
       else if (top_k <= kBand)
-        gather_sorted(r, floor, best, static_cast<int>(top_k), sh), band_n = static_cast<int>(top_k);
+        gather_range(r, floor, best, static_cast<int>(top_k), sh), band_n = static_cast<int>(top_k);
     }
     if (top_p < 1 && band_n > 0) {  // the smallest prefix of the band whose mass reaches top_p of the band's
       const auto term = [&](int j) { return __expf((value_of(sh.band[j]) - mx) * inv_t); };
@@ -505,14 +567,13 @@ __global__ void __launch_bounds__(kThreads)
                1;
       floor = sh.band[band_n - 1];
     } else if (top_p < 1) {
-      const float z = top_k_cut ? above<true>(r, mx, inv_t, floor, sh).y : z_all;
-      const Cut c = cut<true>(r, mx, inv_t, floor, best, n_kept, top_p * z, sh);
+      const Cut c = top_p_cut(r, mx, inv_t, floor, best, n_kept, top_p, sh);
       floor = c.key;
       const float n_cut = c.n_above + static_cast<float>(c.index + 1);  // keys >= the cut
       if (c.n_above == 0)
         band_n = c.index + 1;
       else if (n_cut <= kBand)
-        gather_sorted(r, floor, best, static_cast<int>(n_cut), sh), band_n = static_cast<int>(n_cut);
+        gather_range(r, floor, best, static_cast<int>(n_cut), sh), band_n = static_cast<int>(n_cut);
     }
     int pick;
     if (band_n > 0) {
@@ -525,7 +586,7 @@ __global__ void __launch_bounds__(kThreads)
         return q >= min_p ? q : 0.0f;
       };
       float own = at < 0 ? 0.0f : st * __expf((m - mx) * inv_t);  // every token kept: the first pass's sums
-      if (top_k_cut || top_p < 1 || min_p > 0) {
+      if (!keeps_all) {
         own = 0;
         for_each_logit(r, [&](float x, int i) { own += kept_q(x, i); });
       }
