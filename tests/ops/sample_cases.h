@@ -43,9 +43,11 @@ inline std::vector<SampleCase> sample_cases() {
           {3, 20000, 0, 0.8f, 30, 1.0f, 0.0f},
           {5, 70000, 7, 1.0f, 0, 0.9f, 0.02f},
           {40, 151936, 2, 1.0f, 40, 0.9f, 0.0f},
-          // top-p cut from a histogram of -ln p: over a top-k of more than a band, and at a small temperature
+          // cuts from a histogram: a top-p over a top-k of more than a band, at a small temperature, and one whose bin
+          // holds ~9,000 tied tokens (the band search then takes over)
           {3, 151936, 0, 1.0f, 5000, 0.9f, 0.0f},
-          {4, 50000, 0, 0.05f, 0, 0.9f, 0.0f}};
+          {4, 50000, 0, 0.05f, 0, 0.9f, 0.0f},
+          {2, 151936, 0, 1.0f, 0, 0.9f, 0.0f, 3.0}};
 }
 
 // Logits Normal(0, 3) with a few exact ties (or rounded to c.step); params per row with u spread over [0, 1).

@@ -3,15 +3,15 @@
 // rank the lower id first). Every pass reads the row warp by warp: the row's warp w (over all of its blocks, in rank
 // order) takes the contiguous ids [w c, (w + 1) c), its lanes 16 bytes at a time where the row is aligned; a block's
 // totals combine over the cluster through distributed shared memory, in rank order, so that every block holds the
-// same row totals. The top-k cut and the n_top most likely are found by `cut`: passes that count the keys above a
-// threshold narrow a band of keys that holds the cut, halving it in logit value while that narrows it, until it fits
-// in shared memory; the band is then gathered, sorted and the cut read off its prefix sums. A top-p cut over more than
-// a band takes one pass that bins the keys by probability (`top_p_cut`), then the band of the bin that holds it. Where
-// the band holds every kept token (top-k up to 2048, or a top-p that keeps no more), top-p is cut and the token drawn
-// inside it, sorted again by id (Qwen3's top-k 20, top-p 0.8 over 151936 tokens: 5 passes over the logits). Else the
-// draw picks the block, then the warp, whose range holds the target mass, and that warp walks its range 128 ids at a
-// time. Every sum has a fixed order for a given cluster size, so a row samples the same way every time at a given
-// batch size.
+// same row totals. The top-k, top-p and n_top cuts are found by `hist_cut`: one pass bins the keys by their distance
+// below the max (by count, or by probability), and the bins through the cut (or the cut's bin alone) are gathered into
+// shared memory as a band, sorted, and the cut read off its prefix sums. A bin of more than a band (ties, a flat row)
+// leaves the cut to `cut`: passes that count (or weigh) the keys above a threshold narrow a band of keys that holds
+// it. Where the band holds every kept token (top-k up to 2048, or a top-p that keeps no more), top-p is cut and the
+// token drawn inside it, sorted again by id (Qwen3's top-k 20, top-p 0.8: 3 passes over the logits). Else the draw
+// picks the block, then the warp, whose range holds the target mass, and that warp walks its range 128 ids at a time.
+// Every sum has a fixed order for a given cluster size, so a row samples the same way every time at a given batch
+// size.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -31,7 +31,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kBand = 2 * kThreads;  // keys a band holds in shared memory: two a thread
 constexpr int kMaxCluster = 8;
 constexpr int kBins = kThreads;       // a mass histogram's bins, one a thread
-constexpr float kBinsPerNat = 32.0f;  // bin b holds -ln p in [b, b + 1) / 32 (the last one open-ended)
+constexpr float kBinsPerNat = 32.0f;  // bin b: (mx - l) (or -ln p) in [b, b + 1) / 32 (the last open-ended)
 constexpr float kMassUnit = 0x1p39f;  // a histogram's mass in fixed point: exact sums in any order, 2^24 tokens fit
 
 __device__ __forceinline__ uint32_t order_bits(float l) {  // larger float, larger bits
@@ -353,18 +353,21 @@ __device__ Cut cut(Row& r, float mx, float inv_t, uint64_t lo, uint64_t hi, floa
   return {sh.band[j], j, n_above};
 }
 
-// The top-p cut: cut<true>'s over the keys >= floor (n_kept of them), with top_p of their mass as the target, from a
-// histogram. One pass bins the keys by -ln p = (mx - l) / t, summing each bin's mass in fixed point (exact in any
-// order) and its count, over the cluster; the first bin whose running mass from the top reaches the target holds the
-// cut, and where it holds at most kBand keys they are gathered and the cut read off them. A bin of more (ties, a flat
-// row) leaves the cut to cut<true>.
-__device__ Cut top_p_cut(Row& r, float mx, float inv_t, uint64_t floor, uint64_t best, float n_kept, float top_p,
-                         Shared& sh) {
+// cut<kMass>'s cut over the keys >= floor (n_kept of them; the target: `goal` keys, or `goal` of their mass) from a
+// histogram. One pass bins the keys by their distance below the max, (mx - l) (by mass: (mx - l) / t) times
+// kBinsPerNat, summing each bin's count and mass (in fixed point: exact in any order) over the cluster; the first bin
+// whose running count (or mass) from the top reaches the target holds the cut. Where that bin and those above it hold
+// at most kBand keys, they are gathered (the band then holds every key >= the cut), else where the bin alone does, it
+// is (the keys above it counted); the cut is read off the band. A bin of more (ties, a flat row) leaves the cut to
+// cut<kMass>.
+template <bool kMass>
+__device__ Cut hist_cut(Row& r, float mx, float inv_t, uint64_t floor, uint64_t best, float n_kept, float goal,
+                        Shared& sh) {
   if (r.size > 1) r.sync();                     // no block still reads this block's list
   const int b = static_cast<int>(threadIdx.x);  // this thread's bin
   sh.hist.mass[b] = 0, sh.hist.count[b] = 0;
   __syncthreads();
-  const float scale = inv_t * kBinsPerNat;
+  const float scale = (kMass ? inv_t : 1.0f) * kBinsPerNat;
   const auto bin_of = [&](float x) {
     const float d = (mx - x) * scale;
     return d < static_cast<float>(kBins - 1) ? static_cast<int>(d) : kBins - 1;  // -inf: the last
@@ -373,28 +376,41 @@ __device__ Cut top_p_cut(Row& r, float mx, float inv_t, uint64_t floor, uint64_t
   for_each_logit(r, [&](float x, int i) {
     if (!kept(x, i)) return;
     const int k = bin_of(x);
-    atomicAdd(&sh.hist.mass[k], __float2ull_rn(__expf((x - mx) * inv_t) * kMassUnit));
+    if (kMass) atomicAdd(&sh.hist.mass[k], __float2ull_rn(__expf((x - mx) * inv_t) * kMassUnit));
     atomicAdd(&sh.hist.count[k], 1u);
   });
   r.sync();  // every block's histogram is complete
   unsigned long long m = 0;
   unsigned c = 0;
-  for (int k = 0; k < r.size; ++k) m += r.at(sh.hist.mass, k)[b], c += r.at(sh.hist.count, k)[b];
-  const float mass = __ull2float_rn(m) / kMassUnit, count = static_cast<float>(c);
-  const float mass_inc = block_inclusive_scan(mass, sh);
-  const float target = top_p * sh.f32[kWarps - 1];  // the scan leaves the total there; the last bin reaches it
-  const float count_inc = block_inclusive_scan(count, sh);
-  const int cut_bin = kBins - static_cast<int>(block_max_u64(mass_inc >= target ? kBins - b : 0, sh));
-  if (b == cut_bin) sh.bin_n_above = count_inc - count, sh.bin_f_above = mass_inc - mass, sh.bin_n = count;
+  for (int k = 0; k < r.size; ++k) {
+    if (kMass) m += r.at(sh.hist.mass, k)[b];
+    c += r.at(sh.hist.count, k)[b];
+  }
+  const float count = static_cast<float>(c), count_inc = block_inclusive_scan(count, sh);
+  float f = count, f_inc = count_inc, target = goal;
+  if (kMass) {
+    f = __ull2float_rn(m) / kMassUnit, f_inc = block_inclusive_scan(f, sh);
+    target = goal * sh.f32[kWarps - 1];  // the scan leaves the total there
+  }
+  // The last bin's running sum is the total, which reaches the target.
+  const int cut_bin = kBins - static_cast<int>(block_max_u64(f_inc >= target ? kBins - b : 0, sh));
+  if (b == cut_bin) sh.bin_n_above = count_inc - count, sh.bin_f_above = f_inc - f, sh.bin_n = count;
   __syncthreads();
-  const float n_above = sh.bin_n_above, f_above = sh.bin_f_above, n = sh.bin_n;
-  if (n > kBand) return cut<true>(r, mx, inv_t, floor, best, n_kept, target, sh);
+  const float n_above = sh.bin_n_above, f_above = sh.bin_f_above, n_bin = sh.bin_n;
+  const bool through = n_above + n_bin <= kBand;  // the bins through the cut's fit a band
+  if (!through && n_bin > kBand) return cut<kMass>(r, mx, inv_t, floor, best, n_kept, target, sh);
+  const int n = static_cast<int>(through ? n_above + n_bin : n_bin);
   gather_sorted(
-      r, static_cast<int>(n), [&](float x, int i) { return kept(x, i) && bin_of(x) == cut_bin; }, sh);
-  const auto term = [&](int j) { return __expf((value_of(sh.band[j]) - mx) * inv_t); };
+      r, n,
+      [&](float x, int i) {
+        const int k = bin_of(x);
+        return kept(x, i) && (k == cut_bin || (through && k < cut_bin));
+      },
+      sh);
+  const auto term = [&](int j) { return kMass ? __expf((value_of(sh.band[j]) - mx) * inv_t) : 1.0f; };
   const int j = band_first_reaching(
-      static_cast<int>(n), f_above, term, [&](float) { return target; }, sh);
-  return {sh.band[j], j, n_above};
+      n, through ? 0.0f : f_above, term, [&](float) { return target; }, sh);
+  return {sh.band[j], j, through ? 0.0f : n_above};
 }
 
 // The kept token a draw of u lands on, in id order, where sh.band[0, n) holds every key kept by the cuts (-1 if min_p
@@ -538,7 +554,7 @@ __global__ void __launch_bounds__(kThreads)
     bool whole = false;  // the band holds the n_top already
     uint64_t kn = 0;
     if (n_top < v) {
-      const Cut c = cut<false>(r, mx, inv_t, 0, best, static_cast<float>(v), static_cast<float>(n_top), sh);
+      const Cut c = hist_cut<false>(r, mx, inv_t, 0, best, static_cast<float>(v), static_cast<float>(n_top), sh);
       kn = c.key, whole = c.n_above == 0;
     }
     if (!whole) gather_range(r, kn, best, static_cast<int>(n_top), sh);
@@ -553,7 +569,7 @@ __global__ void __launch_bounds__(kThreads)
     float n_kept = static_cast<float>(v);
     int band_n = 0;  // > 0: sh.band[0, band_n) holds every key >= floor
     if (top_k_cut) {
-      const Cut c = cut<false>(r, mx, inv_t, 0, best, n_kept, top_k, sh);
+      const Cut c = hist_cut<false>(r, mx, inv_t, 0, best, n_kept, top_k, sh);
       floor = c.key, n_kept = top_k;
       if (c.n_above == 0)
         band_n = c.index + 1;
@@ -567,7 +583,7 @@ __global__ void __launch_bounds__(kThreads)
                1;
       floor = sh.band[band_n - 1];
     } else if (top_p < 1) {
-      const Cut c = top_p_cut(r, mx, inv_t, floor, best, n_kept, top_p, sh);
+      const Cut c = hist_cut<true>(r, mx, inv_t, floor, best, n_kept, top_p, sh);
       floor = c.key;
       const float n_cut = c.n_above + static_cast<float>(c.index + 1);  // keys >= the cut
       if (c.n_above == 0)
