@@ -174,8 +174,9 @@ TEST(EngineLifecycle, ShutdownEndsRunningStreams) {
   for (size_t i = 0; i < streams.size(); ++i) {
     const test::ChoiceOutput c = collect(*streams[i], 1).choices[0];
     const size_t complete = i == 0 ? 199 : 200;  // the first one's first token was read above
-    if (i + 1 == streams.size() || c.finish != FinishReason::kLength || c.tokens.size() != complete)
+    if (i + 1 == streams.size() || c.finish != FinishReason::kLength || c.tokens.size() != complete) {
       EXPECT_EQ(c.finish, FinishReason::kAborted) << "request " << i;
+    }
   }
 }
 
