@@ -59,6 +59,7 @@ struct TokenEvent {
   bool stopped_by_token = false;         // finish kStop because of an EOS / stop token (which is then the token)
   Status error;                          // with kError
   Usage usage;                           // running totals
+  int64_t emitted_ns = 0;                // when the engine emitted a token event: std::chrono::steady_clock, ns
 };
 
 struct EngineStats {

@@ -1,7 +1,7 @@
 // ft bench decode: batched decode throughput, eager and as one replayed graph per step, against the
 // device-to-device copy bandwidth it measures itself (and, with experts in host memory, against the serial bound
 // of HBM, PCIe and CPU time); optionally a per-op breakdown. ft bench bw: the bandwidth profile. ft bench sample:
-// the sample op alone (bench_sample.cpp).
+// the sample op alone (bench_sample.cpp). ft bench engine: decode through the serving engine (bench_engine.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,12 +11,14 @@
 #include <random>
 #include <string>
 
+#include "cli/bench_engine.h"
 #include "cli/bench_sample.h"
 #include "cli/commands.h"
 #include "cli/model_flags.h"
 #include "cli/op_profiler.h"
-#include "io/safetensors_archive.h"
+#include "cli/serve_flags.h"
 #include "engine/expert_setup.h"
+#include "io/safetensors_archive.h"
 #include "model/model.h"
 #include "moe/bandwidth.h"
 #include "moe/share_tuner.h"
@@ -450,10 +452,30 @@ int cmd_bench(int argc, char** argv) {
     if (st.ok()) st = bench_sample(a);
     return st.ok() ? 0 : report_error("bench", st);
   }
+  if (argc >= 2 && std::strcmp(argv[1], "engine") == 0) {
+    Args a("bench engine",
+           "Measures decode throughput through the serving engine's step loop (scheduling, graph "
+           "replay, sampling, token events), requests submitted to the engine directly.");
+    a.required("model", "DIR", "Hugging Face checkpoint directory");
+    add_engine_flags(a);
+    a.flag("batch", "N", "requests decoded together", "1");
+    a.flag("tokens", "N", "tokens generated per request", "256");
+    a.flag("prompt", "N", "random prompt tokens per request", "32");
+    a.flag("temperature", "F", "sampling temperature (0: greedy)", "0");
+    a.flag("top-k", "N", "top-k (0: off)", "0");
+    a.flag("top-p", "F", "top-p (1: off)", "1");
+    a.flag("min-p", "F", "min-p (0: off)", "0");
+    a.flag("logprobs", "N", "top logprobs per token (-1: none)", "-1");
+    Status st = a.parse(argc - 1, argv + 1);
+    if (st.ok()) st = bench_engine(a);
+    return st.ok() ? 0 : report_error("bench", st);
+  }
   if (argc < 2 || std::strcmp(argv[1], "decode") != 0) {
-    std::fprintf(stderr, "usage: ft bench decode --model DIR [--device cuda] [--batch N] [--tokens N] [--profile]\n"
-                         "       ft bench bw [--device cuda] [--model DIR] [--out FILE]\n"
-                         "       ft bench sample [--device cuda] [--batch N] [--vocab N]\n");
+    std::fprintf(stderr,
+                 "usage: ft bench decode --model DIR [--device cuda] [--batch N] [--tokens N] [--profile]\n"
+                 "       ft bench bw [--device cuda] [--model DIR] [--out FILE]\n"
+                 "       ft bench sample [--device cuda] [--batch N] [--vocab N]\n"
+                 "       ft bench engine --model DIR [--device cuda --dtype bf16] [--batch N] [--tokens N]\n");
     return argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) ? 0 : 2;
   }
   Args a("bench decode", "Measures batched decode throughput (every weight resident) against the measured copy "

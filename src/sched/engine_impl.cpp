@@ -211,6 +211,8 @@ void EngineImpl::emit_token(Request& r, Choice& c, const SampleResult& s) {
   e.token = s.token;
   e.logprob = s.logprob;
   e.top = s.top;
+  e.emitted_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   if (std::find(r.stop_ids.begin(), r.stop_ids.end(), s.token) != r.stop_ids.end()) {
     e.finish = FinishReason::kStop;
     e.stopped_by_token = true;
