@@ -16,7 +16,7 @@ Result<double> measure_h2d_fill(Backend& device, const ExpertShape& shape, int64
 // GB/s of expert weights the CPU expert kernels read for one decode token (k experts of `shape`, cycling
 // through `n_records` records, more than the last-level cache holds).
 Result<double> measure_cpu_experts(const ExpertShape& shape, int64_t k, int64_t n_records, int threads);
-// GB/s of device-to-device copies (bytes read + written).
+// GB/s of device-to-device copies (bytes read + written): the best of several timings.
 Result<double> measure_device_copy(Backend& device, size_t bytes);
 
 }  // namespace ft
