@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 namespace ft::cli {
@@ -122,6 +123,14 @@ Result<int64_t> Args::integer(const std::string& name) const {
   if (s.empty() || *end != '\0' || errno == ERANGE)
     return invalid_argument("flag --" + name + " wants an integer, got '" + s + "'");
   return static_cast<int64_t>(v);
+}
+
+Result<int64_t> Args::integer(const std::string& name, int64_t lo, int64_t hi) const {
+  FT_ASSIGN_OR_RETURN(int64_t v, integer(name));
+  if (v >= lo && v <= hi) return v;
+  if (hi == std::numeric_limits<int64_t>::max())
+    return invalid_argument("flag --" + name + " must be at least " + std::to_string(lo));
+  return invalid_argument("flag --" + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
 Result<double> Args::number(const std::string& name) const {

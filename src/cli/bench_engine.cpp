@@ -52,11 +52,9 @@ double micros(Clock::duration d) { return std::chrono::duration<double, std::mic
 }  // namespace
 
 Status bench_engine(const Args& a) {
-  FT_ASSIGN_OR_RETURN(int64_t batch, a.integer("batch"));
-  FT_ASSIGN_OR_RETURN(int64_t tokens, a.integer("tokens"));
-  FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt"));
-  if (batch < 1 || batch > 4096 || tokens < 2 || tokens > (1 << 24) || prompt < 1 || prompt > (1 << 24))
-    return invalid_argument("--batch must be 1..4096, --tokens >= 2, --prompt >= 1");
+  FT_ASSIGN_OR_RETURN(int64_t batch, a.integer("batch", 1, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t tokens, a.integer("tokens", 2, 1 << 24));
+  FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt", 1, 1 << 24));
   SamplingParams sp;
   FT_ASSIGN_OR_RETURN(double temperature, a.number("temperature"));
   FT_ASSIGN_OR_RETURN(int64_t top_k, a.integer("top-k"));

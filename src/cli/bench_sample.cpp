@@ -1,14 +1,16 @@
 // ft bench sample: the sample op alone (what a decode step adds after its logits) over random logits, for the
 // sampling settings clients send: greedy, the OpenAI and Anthropic default (temperature 1), Qwen3's recommended
 // top-k / top-p settings, top-p or min-p alone, and top logprobs.
+#include "cli/bench_sample.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "backend/backend.h"
-#include "cli/bench_sample.h"
 
 namespace ft::cli {
 namespace {
@@ -40,12 +42,10 @@ Result<Tensor> upload(Backend& be, std::vector<float>& host, std::initializer_li
 }  // namespace
 
 Status bench_sample(const Args& a) {
-  FT_ASSIGN_OR_RETURN(int64_t rows, a.integer("batch"));
-  FT_ASSIGN_OR_RETURN(int64_t vocab, a.integer("vocab"));
-  FT_ASSIGN_OR_RETURN(int64_t iters, a.integer("iters"));
+  FT_ASSIGN_OR_RETURN(int64_t rows, a.integer("batch", 1, 1024));
+  FT_ASSIGN_OR_RETURN(int64_t vocab, a.integer("vocab", 1, int64_t{1} << 24));
+  FT_ASSIGN_OR_RETURN(int64_t iters, a.integer("iters", 1, std::numeric_limits<int64_t>::max()));
   FT_ASSIGN_OR_RETURN(double scale, a.number("scale"));
-  if (rows < 1 || rows > 1024 || vocab < 1 || vocab > (int64_t{1} << 24) || iters < 1)
-    return invalid_argument("--batch must be 1..1024, --vocab 1..2^24, --iters >= 1");
   FT_ASSIGN_OR_RETURN(auto be, create_backend(a.str("device")));
   if (!be->ops().sample) return unsupported(std::string("sample op on ") + be->name());
   // Logits: Normal(0, scale); u spread over [0, 1) across rows.

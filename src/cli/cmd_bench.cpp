@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -104,10 +105,10 @@ struct Decoder {
 };
 
 Status bench_decode(const Args& a) {
-  FT_ASSIGN_OR_RETURN(int64_t batch, a.integer("batch"));
-  FT_ASSIGN_OR_RETURN(int64_t tokens, a.integer("tokens"));
-  FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt"));
-  if (batch < 1 || batch > 1024 || tokens < 1 || prompt < 1) return invalid_argument("--batch, --tokens, --prompt must be >= 1");
+  constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
+  FT_ASSIGN_OR_RETURN(int64_t batch, a.integer("batch", 1, 1024));
+  FT_ASSIGN_OR_RETURN(int64_t tokens, a.integer("tokens", 1, kNoMax));
+  FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt", 1, kNoMax));
   FT_ASSIGN_OR_RETURN(SessionOptions o, session_options(a));
   if (!a.has("dtype") && o.device == "cuda") o.act_dtype = DType::kBF16;
   BackendOptions bo;

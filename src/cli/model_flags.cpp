@@ -36,8 +36,7 @@ Result<MoeOptions> moe_options(const Args& a) {
     return invalid_argument(std::string("flag --") + (a.has("moe-backend") ? "moe-backend" : "moe-strategy") + ": '" +
                             strategy + "' is not fused, offload, cpu, hybrid or auto");
   m.backend = *backend;
-  FT_ASSIGN_OR_RETURN(const int64_t cpu_threads, a.integer("moe-cpu-threads"));
-  if (cpu_threads < 0 || cpu_threads > 4096) return invalid_argument("flag --moe-cpu-threads out of range");
+  FT_ASSIGN_OR_RETURN(const int64_t cpu_threads, a.integer("moe-cpu-threads", 0, 4096));
   m.cpu_threads = static_cast<int>(cpu_threads);
   FT_ASSIGN_OR_RETURN(m.cache_size, a.integer("moe-cache-size"));
   FT_ASSIGN_OR_RETURN(m.cache_rate, a.number("moe-cache-rate"));
@@ -55,12 +54,9 @@ Result<SessionOptions> session_options(const Args& a) {
   o.model_dir = a.str("model");
   o.device = a.str("device");
   FT_ASSIGN_OR_RETURN(o.act_dtype, dtype_from_name(a.str("dtype")));
-  FT_ASSIGN_OR_RETURN(int64_t threads, a.integer("threads"));
-  FT_ASSIGN_OR_RETURN(int64_t page_size, a.integer("page-size"));
-  FT_ASSIGN_OR_RETURN(int64_t context, a.integer("context"));
-  if (threads < 0 || threads > 4096) return invalid_argument("flag --threads out of range");
-  if (page_size < 1 || page_size > 4096) return invalid_argument("flag --page-size must be in [1, 4096]");
-  if (context < 0 || context > (1 << 24)) return invalid_argument("flag --context out of range");
+  FT_ASSIGN_OR_RETURN(int64_t threads, a.integer("threads", 0, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t page_size, a.integer("page-size", 1, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t context, a.integer("context", 0, 1 << 24));
   o.n_threads = static_cast<int>(threads);
   o.page_size = static_cast<int32_t>(page_size);
   o.context = static_cast<int32_t>(context);

@@ -42,34 +42,23 @@ void add_serve_flags(Args& a, bool model_required) {
   a.flag("http-threads", "N", "HTTP worker threads (each streaming client holds one)", "128");
 }
 
-namespace {
-// An integer flag within [lo, hi].
-Result<int64_t> int_flag(const Args& a, const char* name, int64_t lo, int64_t hi) {
-  FT_ASSIGN_OR_RETURN(int64_t v, a.integer(name));
-  if (v < lo || v > hi)
-    return invalid_argument(std::string("flag --") + name + " must be in [" + std::to_string(lo) + ", " +
-                            std::to_string(hi) + "]");
-  return v;
-}
-}  // namespace
-
 Result<EngineOptions> engine_options(const Args& a) {
   EngineOptions e;
   e.model_dir = a.str("model");
   e.device = a.str("device");
   e.dtype = a.str("dtype");
-  FT_ASSIGN_OR_RETURN(int64_t threads, int_flag(a, "threads", 0, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t threads, a.integer("threads", 0, 4096));
   e.n_threads = static_cast<int>(threads);
-  FT_ASSIGN_OR_RETURN(int64_t running, int_flag(a, "max-running-requests", 1, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t running, a.integer("max-running-requests", 1, 4096));
   e.max_running_requests = static_cast<int32_t>(running);
-  FT_ASSIGN_OR_RETURN(int64_t prefill, int_flag(a, "max-prefill-length", 1, 1 << 24));
+  FT_ASSIGN_OR_RETURN(int64_t prefill, a.integer("max-prefill-length", 1, 1 << 24));
   e.max_prefill_length = static_cast<int32_t>(prefill);
-  FT_ASSIGN_OR_RETURN(int64_t context, int_flag(a, "context-length", 0, 1 << 24));
+  FT_ASSIGN_OR_RETURN(int64_t context, a.integer("context-length", 0, 1 << 24));
   e.context_length = static_cast<int32_t>(context);
-  FT_ASSIGN_OR_RETURN(int64_t page, int_flag(a, "page-size", 1, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t page, a.integer("page-size", 1, 4096));
   e.page_size = static_cast<int32_t>(page);
-  FT_ASSIGN_OR_RETURN(e.num_pages, int_flag(a, "num-pages", 0, int64_t{1} << 40));
-  FT_ASSIGN_OR_RETURN(e.num_tokens, int_flag(a, "num-tokens", 0, int64_t{1} << 40));
+  FT_ASSIGN_OR_RETURN(e.num_pages, a.integer("num-pages", 0, int64_t{1} << 40));
+  FT_ASSIGN_OR_RETURN(e.num_tokens, a.integer("num-tokens", 0, int64_t{1} << 40));
   if (e.num_pages && e.num_tokens) return invalid_argument("flags --num-pages and --num-tokens exclude each other");
   if (a.has("memory-budget")) {
     FT_ASSIGN_OR_RETURN(e.memory_budget, parse_size(a.str("memory-budget")));
@@ -90,18 +79,18 @@ Result<EngineOptions> engine_options(const Args& a) {
 Result<server::ServerOptions> serve_options(const Args& a) {
   server::ServerOptions o;
   o.host = a.str("host");
-  FT_ASSIGN_OR_RETURN(int64_t port, int_flag(a, "port", 0, 65535));
+  FT_ASSIGN_OR_RETURN(int64_t port, a.integer("port", 0, 65535));
   o.port = static_cast<int>(port);
   o.served_model_name = a.str("served-model-name");
   o.api_key = a.str("api-key");
   o.tokenizer_dir = a.str("tokenizer");
   o.chat_template_file = a.str("chat-template");
-  FT_ASSIGN_OR_RETURN(int64_t max_out, int_flag(a, "max-output-tokens", 1, 1 << 30));
+  FT_ASSIGN_OR_RETURN(int64_t max_out, a.integer("max-output-tokens", 1, 1 << 30));
   o.max_output_tokens = static_cast<int32_t>(max_out);
   FT_ASSIGN_OR_RETURN(uint64_t body, parse_size(a.str("max-body-size")));
   if (body < 1024) return invalid_argument("flag --max-body-size must be at least 1K");
   o.max_body_bytes = body;
-  FT_ASSIGN_OR_RETURN(int64_t http_threads, int_flag(a, "http-threads", 4, 4096));
+  FT_ASSIGN_OR_RETURN(int64_t http_threads, a.integer("http-threads", 4, 4096));
   o.http_threads = static_cast<int>(http_threads);
   o.reasoning_parser = a.str("reasoning-parser");
   o.tool_call_parser = a.str("tool-call-parser");
