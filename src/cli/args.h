@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,8 @@ class Args {
   bool on(const std::string& name) const;    // a switch was given
   std::string str(const std::string& name) const;  // value or default
   Result<int64_t> integer(const std::string& name) const;
-  // An integer within [lo, hi] (no upper bound when hi is int64_t's largest), else an error naming the flag.
-  Result<int64_t> integer(const std::string& name, int64_t lo, int64_t hi) const;
+  // An integer within [lo, hi] (no upper bound by default), else an error naming the flag.
+  Result<int64_t> integer(const std::string& name, int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max()) const;
   Result<double> number(const std::string& name) const;
   Result<std::vector<int32_t>> int_list(const std::string& name) const;  // "1,2,3"
   const std::vector<std::string>& positionals() const { return positionals_; }

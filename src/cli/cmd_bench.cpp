@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -105,10 +104,9 @@ struct Decoder {
 };
 
 Status bench_decode(const Args& a) {
-  constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
   FT_ASSIGN_OR_RETURN(int64_t batch, a.integer("batch", 1, 1024));
-  FT_ASSIGN_OR_RETURN(int64_t tokens, a.integer("tokens", 1, kNoMax));
-  FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt", 1, kNoMax));
+  FT_ASSIGN_OR_RETURN(int64_t tokens, a.integer("tokens", 1));
+  FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt", 1));
   FT_ASSIGN_OR_RETURN(SessionOptions o, session_options(a));
   if (!a.has("dtype") && o.device == "cuda") o.act_dtype = DType::kBF16;
   BackendOptions bo;
