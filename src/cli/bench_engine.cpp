@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -57,10 +58,10 @@ Status bench_engine(const Args& a) {
   FT_ASSIGN_OR_RETURN(int64_t prompt, a.integer("prompt", 1, 1 << 24));
   SamplingParams sp;
   FT_ASSIGN_OR_RETURN(double temperature, a.number("temperature"));
-  FT_ASSIGN_OR_RETURN(int64_t top_k, a.integer("top-k"));
+  FT_ASSIGN_OR_RETURN(int64_t top_k, a.integer("top-k", 0, INT32_MAX));
   FT_ASSIGN_OR_RETURN(double top_p, a.number("top-p"));
   FT_ASSIGN_OR_RETURN(double min_p, a.number("min-p"));
-  FT_ASSIGN_OR_RETURN(int64_t logprobs, a.integer("logprobs"));
+  FT_ASSIGN_OR_RETURN(int64_t logprobs, a.integer("logprobs", -1, INT32_MAX));
   sp.temperature = static_cast<float>(temperature);
   sp.top_k = static_cast<int32_t>(top_k);
   sp.top_p = static_cast<float>(top_p);
