@@ -398,7 +398,7 @@ Status bench_bw(const Args& a) {
     shape.inter = c.moe_intermediate_size;
     k = c.n_expert_used;
   }
-  FT_ASSIGN_OR_RETURN(int64_t threads, a.integer("threads"));
+  FT_ASSIGN_OR_RETURN(int64_t threads, a.integer("threads", 0, 4096));
   BandwidthProfile p;
   p.cpu_threads = static_cast<int>(threads);
   const size_t record = dtype_bytes(shape.dtype, static_cast<size_t>(3 * shape.d * shape.inter));
