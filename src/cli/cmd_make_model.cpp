@@ -35,7 +35,7 @@ void set_layers(nlohmann::ordered_json& json, int64_t layers) {
 
 Status make_model(const Args& a) {
   FT_ASSIGN_OR_RETURN(int64_t seed, a.integer("seed"));
-  FT_ASSIGN_OR_RETURN(int64_t layers, a.integer("layers"));
+  FT_ASSIGN_OR_RETURN(int64_t layers, a.integer("layers", 0));
   FT_ASSIGN_OR_RETURN(DType dtype, dtype_from_name(a.str("dtype")));
   if (dtype != DType::kBF16 && dtype != DType::kF32) return invalid_argument("flag --dtype must be bf16 or f32");
   std::ifstream in(a.str("config"));
@@ -44,7 +44,6 @@ Status make_model(const Args& a) {
   text << in.rdbuf();
   auto json = nlohmann::ordered_json::parse(text.str(), nullptr, false);
   if (json.is_discarded() || !json.is_object()) return corrupt_file(a.str("config") + ": not a JSON object");
-  if (layers < 0) return invalid_argument("flag --layers must be >= 0");
   if (layers > 0) set_layers(json, layers);
   json["torch_dtype"] = dtype == DType::kBF16 ? "bfloat16" : "float32";
   FT_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(json.dump(), a.str("config")));

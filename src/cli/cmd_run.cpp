@@ -32,8 +32,7 @@ Result<std::string> prompt_text(const Args& a, const std::string& tokenizer_dir)
 
 Status run_generate(const Args& a) {
   if (a.has("tokens") == a.has("prompt")) return invalid_argument("give exactly one of --tokens and --prompt");
-  FT_ASSIGN_OR_RETURN(int64_t max_new, a.integer("max-tokens"));
-  if (max_new < 0) return invalid_argument("flag --max-tokens must be >= 0");
+  FT_ASSIGN_OR_RETURN(int64_t max_new, a.integer("max-tokens", 0));
   FT_ASSIGN_OR_RETURN(SessionOptions o, session_options(a));
   std::unique_ptr<tok::Tokenizer> tokenizer;
   std::vector<int32_t> prompt;

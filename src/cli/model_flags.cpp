@@ -38,13 +38,10 @@ Result<MoeOptions> moe_options(const Args& a) {
   m.backend = *backend;
   FT_ASSIGN_OR_RETURN(const int64_t cpu_threads, a.integer("moe-cpu-threads", 0, 4096));
   m.cpu_threads = static_cast<int>(cpu_threads);
-  FT_ASSIGN_OR_RETURN(m.cache_size, a.integer("moe-cache-size"));
+  FT_ASSIGN_OR_RETURN(m.cache_size, a.integer("moe-cache-size", 0, int64_t{1} << 31));
   FT_ASSIGN_OR_RETURN(m.cache_rate, a.number("moe-cache-rate"));
-  FT_ASSIGN_OR_RETURN(m.kv_reserve_tokens, a.integer("kv-reserve-tokens"));
-  if (m.cache_size < 0 || m.cache_size > (int64_t{1} << 31)) return invalid_argument("flag --moe-cache-size out of range");
+  FT_ASSIGN_OR_RETURN(m.kv_reserve_tokens, a.integer("kv-reserve-tokens", 0, int64_t{1} << 30));
   if (!(m.cache_rate >= 0 && m.cache_rate <= 1)) return invalid_argument("flag --moe-cache-rate must be in [0, 1]");
-  if (m.kv_reserve_tokens < 0 || m.kv_reserve_tokens > (int64_t{1} << 30))
-    return invalid_argument("flag --kv-reserve-tokens out of range");
   m.profile_path = a.str("bw-profile");
   return m;
 }
