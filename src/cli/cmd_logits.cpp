@@ -11,8 +11,7 @@ namespace ft::cli {
 namespace {
 Status run_logits(const Args& a) {
   FT_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, a.int_list("tokens"));
-  FT_ASSIGN_OR_RETURN(int64_t chunk, a.integer("chunk"));
-  if (chunk < 0) return invalid_argument("flag --chunk must be >= 0");
+  FT_ASSIGN_OR_RETURN(int64_t chunk, a.integer("chunk", 0));
   FT_ASSIGN_OR_RETURN(SessionOptions o, session_options(a));
   if (o.context == 0) o.context = static_cast<int32_t>(tokens.size());
   o.max_tokens = static_cast<int32_t>(chunk > 0 ? std::min<int64_t>(chunk, static_cast<int64_t>(tokens.size()))
