@@ -2,11 +2,13 @@
 // (tests/data/models*/*/reference*.safetensors); skipped without a GPU.
 //  f32 activations: relative L2 <= 1e-5 at every position (the Gated DeltaNet models: the CPU tests' bounds),
 //  one-shot and chunked, and greedy ids, as on the CPU.
-//  bf16 activations: the median per-position error and the top-1 agreement with the float64 reference no
-//  worse than transformers' own bf16 run on the same files (figures from the fixtures' README); the Gated
-//  DeltaNet model, whose delta-rule state and chunk arithmetic stay fp32, agrees on at least 98% of positions.
+//  bf16 activations: the median per-position error and the top-1 agreement with the float64 reference over the
+//  fixture's positions no worse than transformers' own bf16 run on the same files (figures from the fixtures'
+//  README); the Gated DeltaNet model, whose delta-rule state and chunk arithmetic stay fp32, agrees on at least 98%
+//  of positions.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -93,18 +95,19 @@ INSTANTIATE_TEST_SUITE_P(
                     F32Case{"models_alt/qwen3_5_moe", 64, kGdnAltShortCuda, kGdnAltLongCuda}),
     f32_name);
 
-// transformers 5.17 in bfloat16 against the same float64 references (../shared/fixtures/README.md).
+// transformers 5.17 in bfloat16 against the same float64 references (../shared/fixtures/README.md), per fixture: the
+// positions of both reference files together (60 + 357). transformers' top-1 count over them is the sum of its two
+// counts; its median over them lies between its two medians, so the smaller of the two bounds ours. Pooled, because
+// one file's 60 positions leave the comparison to a single flipped expert choice.
 struct Bf16Case {
   const char* model;
-  const char* file;
-  double median;   // transformers' median per-position relative L2
-  int top1, total; // positions whose argmax must match the float64 reference's (transformers' bf16 run's count)
+  double median;  // the smaller of transformers' two per-file medians of the per-position relative L2
+  int top1;       // positions whose argmax must match the float64 reference's (transformers' count, both files)
 };
 
 std::string bf16_name(const testing::TestParamInfo<Bf16Case>& info) {
-  std::string name = std::string(info.param.model) + "_" + info.param.file;
-  for (char& ch : name)
-    if (ch == '/' || ch == '.') ch = '_';
+  std::string name = info.param.model;
+  std::replace(name.begin(), name.end(), '/', '_');
   return name;
 }
 
@@ -116,45 +119,52 @@ TEST_P(CudaLogitsBf16, NoWorseThanTransformersBf16) {
   auto s = open_cuda(c.model, DType::kBF16, 512);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const int64_t vocab = s->model->config().vocab_size;
-  auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + c.file, vocab);
-  ASSERT_FALSE(prompts.empty());
   std::vector<double> errors;
   int top1 = 0;
-  for (const auto& ref : prompts) {
-    SequenceRunner runner(*s->model, *s->backend, *s->kv);
-    std::vector<float> all, last;
-    ASSERT_TRUE(runner.feed(ref.input_ids, 0, &all, last).ok());
-    for (size_t i = 0; i < ref.input_ids.size(); ++i) {
-      const float* got = &all[i * vocab];
-      const float* want = &ref.logits[i * vocab];
-      errors.push_back(test::relative_l2(got, want, vocab));
-      top1 += std::max_element(got, got + vocab) - got == std::max_element(want, want + vocab) - want;
+  for (const char* file : {"reference.safetensors", "reference_long.safetensors"}) {
+    auto prompts = test::read_reference(std::string(FT_TEST_DATA) + "/" + c.model + "/" + file, vocab);
+    ASSERT_FALSE(prompts.empty()) << file;
+    for (const auto& ref : prompts) {
+      SequenceRunner runner(*s->model, *s->backend, *s->kv);
+      std::vector<float> all, last;
+      ASSERT_TRUE(runner.feed(ref.input_ids, 0, &all, last).ok());
+      for (size_t i = 0; i < ref.input_ids.size(); ++i) {
+        const float* got = &all[i * vocab];
+        const float* want = &ref.logits[i * vocab];
+        errors.push_back(test::relative_l2(got, want, vocab));
+        if (std::max_element(got, got + vocab) - got == std::max_element(want, want + vocab) - want) {
+          ++top1;
+          continue;
+        }
+        std::vector<float> sorted(want, want + vocab);
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+        std::printf("  %s: argmax differs at position %zu (reference top-2 margin %.3g)\n", file, i,
+                    sorted[0] - sorted[1]);
+      }
     }
   }
-  ASSERT_EQ(static_cast<int>(errors.size()), c.total);
+  ASSERT_EQ(errors.size(), size_t{60 + 357});
   std::sort(errors.begin(), errors.end());
   const double median = errors[errors.size() / 2];
-  std::printf("cuda bf16 %s %s: median relative L2 %.3g (transformers %.3g), worst %.3g, top-1 %d/%d (transformers %d)\n",
-              c.model, c.file, median, c.median, errors.back(), top1, c.total, c.top1);
+  std::printf(
+      "cuda bf16 %s: median relative L2 %.3g (transformers at least %.3g), worst %.3g, top-1 %d/%zu "
+      "(transformers %d)\n",
+      c.model, median, c.median, errors.back(), top1, errors.size(), c.top1);
   EXPECT_LE(median, c.median);
   EXPECT_GE(top1, c.top1);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Qwen3, CudaLogitsBf16,
-    testing::Values(Bf16Case{"models/qwen3_dense", "reference.safetensors", 1.4e-2, 58, 60},
-                    Bf16Case{"models/qwen3_dense", "reference_long.safetensors", 1.3e-2, 347, 357},
-                    Bf16Case{"models/qwen3_moe", "reference.safetensors", 1.2e-2, 57, 60},
-                    Bf16Case{"models/qwen3_moe", "reference_long.safetensors", 1.6e-2, 338, 357}),
-    bf16_name);
+// transformers: qwen3_dense medians 1.4e-2 and 1.3e-2, top-1 58/60 and 347/357; qwen3_moe 1.2e-2 and 1.6e-2, 57 and
+// 338.
+INSTANTIATE_TEST_SUITE_P(Qwen3, CudaLogitsBf16,
+                         testing::Values(Bf16Case{"models/qwen3_dense", 1.3e-2, 58 + 347},
+                                         Bf16Case{"models/qwen3_moe", 1.2e-2, 57 + 338}),
+                         bf16_name);
 
 // Qwen3.5 MoE: transformers' bf16 run agrees on 56/60 and 273/357 positions (median 3.8e-2 and 6.5e-2); with the
 // delta-rule state and chunk arithmetic in fp32 we hold top-1 to 98% of the positions (59/60, 350/357).
-INSTANTIATE_TEST_SUITE_P(
-    Qwen35Moe, CudaLogitsBf16,
-    testing::Values(Bf16Case{"models/qwen3_5_moe", "reference.safetensors", 3.8e-2, 59, 60},
-                    Bf16Case{"models/qwen3_5_moe", "reference_long.safetensors", 6.5e-2, 350, 357}),
-    bf16_name);
+INSTANTIATE_TEST_SUITE_P(Qwen35Moe, CudaLogitsBf16, testing::Values(Bf16Case{"models/qwen3_5_moe", 3.8e-2, 59 + 350}),
+                         bf16_name);
 
 }  // namespace
 }  // namespace ft
