@@ -159,6 +159,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   r.get("qk_nope_head_dim", c.qk_nope_head_dim);
   r.get("qk_rope_head_dim", c.qk_rope_head_dim);
   r.get("v_head_dim", c.v_head_dim);
+  r.get("rope_interleave", c.rope_interleave);
   r.get("linear_conv_kernel_dim", c.linear_conv_kernel_dim);
   r.get("linear_key_head_dim", c.linear_key_head_dim);
   r.get("linear_value_head_dim", c.linear_value_head_dim);
@@ -193,6 +194,11 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     FT_RETURN_IF_ERROR(positive("moe_intermediate_size", c.moe_intermediate_size));
     if (c.n_expert_used > c.n_expert)
       return corrupt_file(origin + ": num_experts_per_tok exceeds the number of experts");
+    if (c.n_group < 1 || c.n_expert % c.n_group != 0 || c.topk_group < 1 || c.topk_group > c.n_group)
+      return corrupt_file(origin + ": n_group " + std::to_string(c.n_group) + " and topk_group " +
+                          std::to_string(c.topk_group) + " do not split " + std::to_string(c.n_expert) + " experts");
+    if (c.shared_expert_intermediate_size == 0 && c.n_shared_expert > 0)
+      c.shared_expert_intermediate_size = c.moe_intermediate_size * c.n_shared_expert;
   }
   return c;
 }

@@ -51,7 +51,8 @@ struct ModelConfig {
   bool norm_topk_prob = false;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
-  int64_t shared_expert_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;  // the shared expert's intermediate (DeepSeek: moe_intermediate_size
+                                                // x n_shared_experts, the shared experts as one MLP)
   int64_t n_shared_expert = 0;
   int64_t first_k_dense_replace = 0;
   int64_t n_group = 1;
@@ -65,6 +66,7 @@ struct ModelConfig {
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
+  bool rope_interleave = true;  // the rope dims of q and k rotate as pairs (2i, 2i + 1)
 
   // Gated DeltaNet linear attention (Qwen3.5 / 3.6).
   int64_t linear_conv_kernel_dim = 0;

@@ -60,7 +60,7 @@ void CausalLm::plan(Arena& a) {
   final_rows_ = a.take(act, {T, c.hidden_size});
   const int64_t inter = max_intermediate(), k = std::max<int64_t>(1, c.n_expert_used);
   scratch_.qkv = a.take(act, {T, qkv_width()});
-  scratch_.attn = a.take(act, {T, c.n_head * c.head_dim});
+  scratch_.attn = a.take(act, {T, attention_width()});
   scratch_.gate_up = a.take(hidden, {T, std::max<int64_t>(2 * inter, 1)});
   scratch_.act = a.take(hidden, {T, std::max<int64_t>(inter, 1)});
   scratch_.router = a.take(DType::kF32, {T, std::max<int64_t>(1, c.n_expert)});

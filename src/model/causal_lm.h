@@ -51,6 +51,8 @@ class CausalLm : public Model {
   virtual int64_t max_intermediate() const = 0;
   // Columns of the fused attention projection (q, k, v; gated attention adds a gate per query head).
   virtual int64_t qkv_width() const { return (config_.n_head + 2 * config_.n_kv_head) * config_.head_dim; }
+  // Columns of the attention's output, o_proj's input.
+  virtual int64_t attention_width() const { return config_.n_head * config_.head_dim; }
   // The routed experts of the next MoE layer: onto the backend, or into the host expert store (created on the
   // first call) when options_.experts_on_host.
   Result<MoeBlock> load_moe(WeightLoader& w, const std::string& prefix);

@@ -102,9 +102,18 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
   m.route.scoring = c.scoring_func == "sigmoid" ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
   m.route.n_expert_used = c.n_expert_used;
   m.route.norm_topk = c.norm_topk_prob;
-  m.has_shared = w.has(prefix + ".shared_expert.gate_proj.weight");
-  if (m.has_shared) {
-    FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + ".shared_expert", d, c.shared_expert_intermediate_size));
+  m.route.n_group = c.n_group;
+  m.route.topk_group = c.topk_group;
+  m.route.scale = static_cast<float>(c.routed_scaling_factor);
+  if (w.has(prefix + ".gate.e_score_correction_bias")) {
+    FT_ASSIGN_OR_RETURN(m.selection_bias, w.get_f32(prefix + ".gate.e_score_correction_bias", {e}));
+  }
+  for (const char* name : {".shared_expert", ".shared_experts"}) {
+    if (!w.has(prefix + name + ".gate_proj.weight")) continue;
+    m.has_shared = true;
+    FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + name, d, c.shared_expert_intermediate_size));
+  }
+  if (m.has_shared && w.has(prefix + ".shared_expert_gate.weight")) {
     FT_ASSIGN_OR_RETURN(m.shared_gate.w, w.get(prefix + ".shared_expert_gate.weight", {1, d}));
   }
   return m;
@@ -126,10 +135,13 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Lay
     return invalid_argument("the experts are in host memory but no expert cache is attached");
   }
   if (!has_shared) return ok_status();
-  const Tensor sh = rows(s.shared, n), gate = rows(s.shared_gate, n);  // [n, d], [n, 1]
+  const Tensor sh = rows(s.shared, n);  // [n, d]
   FT_RETURN_IF_ERROR(shared.forward(c, s, LayerInput{x}, sh));
-  FT_RETURN_IF_ERROR(shared_gate.forward(c, x, gate));
-  FT_RETURN_IF_ERROR(c.ops.sigmoid_mul(sh, gate, sh, c.stream));
+  if (shared_gate.w.defined()) {
+    const Tensor gate = rows(s.shared_gate, n);  // [n, 1]
+    FT_RETURN_IF_ERROR(shared_gate.forward(c, x, gate));
+    FT_RETURN_IF_ERROR(c.ops.sigmoid_mul(sh, gate, sh, c.stream));
+  }
   return c.ops.add(out, sh, out, c.stream);
 }
 

@@ -124,18 +124,20 @@ struct DenseMlp {
   Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 };
 
-// Routed experts: router -> top-k -> expert SwiGLU FFNs, weighted sum; plus, when the checkpoint has one, a
-// shared expert scaled by sigmoid(shared_expert_gate(x)).
+// Routed experts: router -> top-k (softmax or sigmoid scores, grouped as DeepSeek groups them) -> expert SwiGLU
+// FFNs, weighted sum; plus, when the checkpoint has one, a shared expert (Qwen: `shared_expert`, scaled by
+// sigmoid(shared_expert_gate(x)); DeepSeek: `shared_experts`, no gate).
 struct MoeBlock {
   Linear router;   // [n_expert, d]
   Tensor gate_up;  // [n_expert, 2 * inter, d]; undefined when the experts live in a host expert store
   Tensor down;     // [n_expert, d, inter]
   int64_t moe_layer = -1;  // the store's layer index when they do
-  MoeRouteParams route;
-  Tensor selection_bias;  // [n_expert] f32 or undefined: added to the scores for the top-k choice only
+  MoeRouteParams route;    // from the config: scoring_func, norm_topk_prob, n_group, topk_group, routed_scaling_factor
+  Tensor selection_bias;   // [n_expert] f32 or undefined: added to the scores for the top-k choice only
+                           // (the router's e_score_correction_bias)
   bool has_shared = false;
   DenseMlp shared;     // inter = shared_expert_intermediate_size
-  Linear shared_gate;  // [1, d]
+  Linear shared_gate;  // [1, d], or undefined: the shared expert's output is added as it is
 
   // store: null to load the experts onto the backend, else into its records of layer moe_layer.
   static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c,

@@ -17,6 +17,7 @@ void register_all() {
   static const bool done = [] {
     register_qwen3_architectures();
     register_qwen3_5_moe_architectures();
+    register_deepseek_v3_architectures();
     return true;
   }();
   (void)done;

@@ -22,5 +22,6 @@ std::vector<std::string> registered_architectures();
 // One per architecture file (src/model/arch/), called once by the registry.
 void register_qwen3_architectures();
 void register_qwen3_5_moe_architectures();
+void register_deepseek_v3_architectures();
 
 }  // namespace ft

@@ -56,6 +56,11 @@ Result<Tensor> WeightLoader::get(const std::string& name, std::vector<int64_t> s
   return assemble({name}, std::move(shape), target_dtype(info->dtype));
 }
 
+Result<Tensor> WeightLoader::get_f32(const std::string& name, std::vector<int64_t> shape) {
+  FT_RETURN_IF_ERROR(checked(name, shape).status());
+  return assemble({name}, std::move(shape), DType::kF32);
+}
+
 Result<Tensor> WeightLoader::stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
                                         int64_t cols) {
   int64_t total = 0;

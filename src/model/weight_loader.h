@@ -22,6 +22,8 @@ class WeightLoader {
   bool has(const std::string& name) const { return checkpoint_.contains(name); }
   // One tensor; its shape must equal `shape`.
   Result<Tensor> get(const std::string& name, std::vector<int64_t> shape);
+  // One tensor as f32 whatever its stored dtype (small parameters an op takes in f32: router biases).
+  Result<Tensor> get_f32(const std::string& name, std::vector<int64_t> shape);
   // Several [rows_i, cols] tensors stacked into one [sum rows_i, cols] (e.g. q, k, v -> qkv).
   Result<Tensor> stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols);
   // The experts of one MoE layer under `prefix` (".../mlp.experts"), from per-expert

@@ -94,5 +94,16 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"models_alt/qwen3_5_moe", "cpu", 64, kGdnAltShort, kGdnAltLong}),
     case_name);
 
+// Multi-head latent attention (q and kv low-rank projections, interleaved rope on 8 of 24 key dims, values 16 wide),
+// a dense first layer, sigmoid routing with a correction bias over 2 (alt: 4) groups, a shared expert, routed scaling.
+INSTANTIATE_TEST_SUITE_P(
+    DeepseekV3, ModelLogits,
+    testing::Values(Case{"models/deepseek_v3", "ref", 0}, Case{"models/deepseek_v3", "cpu", 0},
+                    Case{"models/deepseek_v3", "cpu", 1}, Case{"models/deepseek_v3", "cpu", 5},
+                    Case{"models/deepseek_v3", "cpu", 16}, Case{"models_alt/deepseek_v3", "cpu", 0},
+                    Case{"models_alt/deepseek_v3", "cpu", 1}, Case{"models_alt/deepseek_v3", "cpu", 5},
+                    Case{"models/deepseek_v3", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096}),
+    case_name);
+
 }  // namespace
 }  // namespace ft

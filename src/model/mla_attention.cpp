@@ -1,0 +1,100 @@
+// Multi-head latent attention through the op table, with the keys and values expanded per head in the cache.
+#include "model/mla_attention.h"
+
+#include <cmath>
+
+namespace ft {
+namespace {
+int64_t qk_dim(const ModelConfig& c) { return c.qk_nope_head_dim + c.qk_rope_head_dim; }
+int64_t query_columns(const ModelConfig& c) { return c.q_lora_rank > 0 ? c.q_lora_rank : c.n_head * qk_dim(c); }
+}  // namespace
+
+int64_t MlaAttention::scratch_width(const ModelConfig& c) {
+  const int64_t latent = query_columns(c) + c.kv_lora_rank + c.qk_rope_head_dim;
+  const int64_t queries = c.q_lora_rank > 0 ? c.n_head * qk_dim(c) : 0;
+  return latent + queries + c.n_head * (c.qk_nope_head_dim + c.v_head_dim) + c.n_head * qk_dim(c);
+}
+
+KvLayerShape MlaAttention::kv_shape(const ModelConfig& c) { return {c.n_head, qk_dim(c), c.v_head_dim}; }
+
+Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
+                                        const Tensor& inv_freq, float attention_factor) {
+  MlaAttention a;
+  a.layer = layer;
+  a.n_head = c.n_head;
+  a.nope = c.qk_nope_head_dim, a.rope_dim = c.qk_rope_head_dim, a.v_dim = c.v_head_dim;
+  a.q_cols = query_columns(c);
+  a.kv_lora = c.kv_lora_rank;
+  if (a.nope <= 0 || a.rope_dim <= 0 || a.v_dim <= 0 || a.kv_lora <= 0 || inv_freq.numel() * 2 != a.rope_dim)
+    return invalid_argument(prefix +
+                            ": multi-head latent attention needs positive qk_nope_head_dim, "
+                            "qk_rope_head_dim, v_head_dim and kv_lora_rank");
+  const int64_t d = c.hidden_size, qk = a.nope + a.rope_dim;
+  const std::string q_first = c.q_lora_rank > 0 ? ".q_a_proj.weight" : ".q_proj.weight";
+  FT_ASSIGN_OR_RETURN(a.latent.w, w.stack_rows({prefix + q_first, prefix + ".kv_a_proj_with_mqa.weight"},
+                                               {a.q_cols, a.kv_lora + a.rope_dim}, d));
+  if (c.q_lora_rank > 0) {
+    FT_ASSIGN_OR_RETURN(a.q_a_norm, w.get(prefix + ".q_a_layernorm.weight", {c.q_lora_rank}));
+    FT_ASSIGN_OR_RETURN(a.q_b.w, w.get(prefix + ".q_b_proj.weight", {a.n_head * qk, c.q_lora_rank}));
+  }
+  FT_ASSIGN_OR_RETURN(a.kv_a_norm, w.get(prefix + ".kv_a_layernorm.weight", {a.kv_lora}));
+  FT_ASSIGN_OR_RETURN(a.kv_b.w, w.get(prefix + ".kv_b_proj.weight", {a.n_head * (a.nope + a.v_dim), a.kv_lora}));
+  FT_ASSIGN_OR_RETURN(a.o.w, w.get(prefix + ".o_proj.weight", {d, a.n_head * a.v_dim}));
+  a.latent_norm.eps = 1e-6f;  // transformers builds q_a_layernorm and kv_a_layernorm with the default eps
+  a.rope.rot_dim = a.rope_dim;
+  // Interleaved pairs rotate in place; transformers' interleaved form also moves the even dims before the odd ones,
+  // in q and k alike, which leaves every q.k unchanged.
+  a.rope.interleaved = c.rope_interleave;
+  a.rope.attention_factor = attention_factor;
+  a.inv_freq = inv_freq;
+  a.attn.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(qk)));
+  return a;
+}
+
+Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in,
+                             const Tensor& out) const {
+  const int64_t n = in.h.dim(0), qk = nope + rope_dim;
+  const Tensor scratch = rows(s.qkv, n);
+  int64_t used = 0;
+  const auto take = [&](int64_t width) {
+    const Tensor t = scratch.slice(1, used, width);
+    used += width;
+    return t;
+  };
+  const Tensor lat = take(latent.w.dim(0));                                             // [n, q_cols + kv_lora + rope]
+  const Tensor q_rows = q_b.w.defined() ? take(n_head * qk) : lat.slice(1, 0, q_cols);  // [n, H qk]
+  const Tensor kv_rows = take(n_head * (nope + v_dim));                                 // [n, H (nope + v)]
+  const Tensor k_rows = take(n_head * qk);                                              // [n, H qk]
+  FT_RETURN_IF_ERROR(latent.forward(c, in, lat));
+  if (q_b.w.defined()) {
+    const Tensor q_latent = lat.slice(1, 0, q_cols);  // [n, q_lora]
+    FT_RETURN_IF_ERROR(c.ops.rms_norm(q_latent, q_a_norm, q_latent, latent_norm, c.stream));
+    FT_RETURN_IF_ERROR(q_b.forward(c, q_latent, q_rows));
+  }
+  const Tensor kv_latent = lat.slice(1, q_cols, kv_lora);  // [n, kv_lora]
+  FT_RETURN_IF_ERROR(c.ops.rms_norm(kv_latent, kv_a_norm, kv_latent, latent_norm, c.stream));
+  FT_RETURN_IF_ERROR(kv_b.forward(c, kv_latent, kv_rows));
+
+  const Tensor q = split_heads(q_rows, n_head, qk);                                          // [n, H, qk]
+  const Tensor q_rope = q.slice(2, nope, rope_dim);                                          // [n, H, rope]
+  const Tensor k_rope = split_heads(lat.slice(1, q_cols + kv_lora, rope_dim), 1, rope_dim);  // [n, 1, rope]
+  FT_RETURN_IF_ERROR(c.ops.rope(q_rope, c.step.positions, inv_freq, q_rope, rope, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.rope(k_rope, c.step.positions, inv_freq, k_rope, rope, c.stream));
+
+  const Tensor kv = split_heads(kv_rows, n_head, nope + v_dim);  // [n, H, nope + v]
+  const Tensor k = split_heads(k_rows, n_head, qk);              // [n, H, qk]
+  Tensor k_rope_every_head = k_rope;                             // [n, H, rope]: one row read by every head
+  k_rope_every_head.shape[1] = n_head;
+  k_rope_every_head.stride[1] = 0;
+  FT_RETURN_IF_ERROR(c.ops.convert(kv.slice(2, 0, nope), k.slice(2, 0, nope), c.stream));
+  FT_RETURN_IF_ERROR(c.ops.convert(k_rope_every_head, k.slice(2, nope, rope_dim), c.stream));
+  const Tensor v = kv.slice(2, nope, v_dim);  // [n, H, v]
+  FT_RETURN_IF_ERROR(c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream));
+
+  const Tensor attn_rows = rows(s.attn, n).slice(1, 0, n_head * v_dim);  // [n, H v]
+  FT_RETURN_IF_ERROR(c.ops.attention(q, c.kv.k(layer), c.kv.v(layer), c.step.meta,
+                                     split_heads(attn_rows, n_head, v_dim), attn, c.stream));
+  return o.forward(c, attn_rows, out);
+}
+
+}  // namespace ft
