@@ -88,6 +88,7 @@ void read_rope(const json& top, const std::string& origin, RopeConfig& rope, Rea
     s.get("beta_slow", rope.beta_slow);
     s.get("mscale", rope.mscale);
     s.get("mscale_all_dim", rope.mscale_all_dim);
+    s.get("attention_factor", rope.attention_factor);
     s.get("truncate", rope.truncate);
     s.get("low_freq_factor", rope.low_freq_factor);
     s.get("high_freq_factor", rope.high_freq_factor);

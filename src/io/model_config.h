@@ -17,6 +17,7 @@ struct RopeConfig {
   double original_max_position_embeddings = 0;
   double beta_fast = 32.0, beta_slow = 1.0;   // yarn
   double mscale = 0.0, mscale_all_dim = 0.0;  // yarn (DeepSeek)
+  double attention_factor = 0.0;              // yarn: cos and sin scale; 0 = derived from factor and mscale
   bool truncate = true;                       // yarn
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
   std::vector<int64_t> mrope_section;

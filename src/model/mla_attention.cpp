@@ -47,7 +47,12 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
   a.rope.interleaved = c.rope_interleave;
   a.rope.attention_factor = attention_factor;
   a.inv_freq = inv_freq;
-  a.attn.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(qk)));
+  double scale = 1.0 / std::sqrt(static_cast<double>(qk));
+  if (c.rope.type == "yarn" && c.rope.mscale_all_dim > 0 && c.rope.factor > 1) {
+    const double mscale = 0.1 * c.rope.mscale_all_dim * std::log(c.rope.factor) + 1.0;
+    scale *= mscale * mscale;
+  }
+  a.attn.scale = static_cast<float>(scale);
   return a;
 }
 

@@ -96,13 +96,16 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Multi-head latent attention (q and kv low-rank projections, interleaved rope on 8 of 24 key dims, values 16 wide),
 // a dense first layer, sigmoid routing with a correction bias over 2 (alt: 4) groups, a shared expert, routed scaling.
+// models_yarn: YaRN rope over an original context of 128 positions (mscale, mscale_all_dim) and q_proj, no q_lora.
 INSTANTIATE_TEST_SUITE_P(
     DeepseekV3, ModelLogits,
     testing::Values(Case{"models/deepseek_v3", "ref", 0}, Case{"models/deepseek_v3", "cpu", 0},
                     Case{"models/deepseek_v3", "cpu", 1}, Case{"models/deepseek_v3", "cpu", 5},
                     Case{"models/deepseek_v3", "cpu", 16}, Case{"models_alt/deepseek_v3", "cpu", 0},
                     Case{"models_alt/deepseek_v3", "cpu", 1}, Case{"models_alt/deepseek_v3", "cpu", 5},
-                    Case{"models/deepseek_v3", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096}),
+                    Case{"models/deepseek_v3", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096},
+                    Case{"models_yarn/deepseek_v3", "ref", 0}, Case{"models_yarn/deepseek_v3", "cpu", 0},
+                    Case{"models_yarn/deepseek_v3", "cpu", 1}, Case{"models_yarn/deepseek_v3", "cpu", 5}),
     case_name);
 
 }  // namespace

@@ -95,11 +95,13 @@ INSTANTIATE_TEST_SUITE_P(
                     F32Case{"models_alt/qwen3_5_moe", 64, kGdnAltShortCuda, kGdnAltLongCuda}),
     f32_name);
 
-// Multi-head latent attention (keys 24 dims, values 16: the attention's general path), grouped sigmoid routing.
+// Multi-head latent attention (keys 24 dims, values 16: the attention's general path), grouped sigmoid routing;
+// models_yarn: YaRN rope and q_proj.
 INSTANTIATE_TEST_SUITE_P(DeepseekV3, CudaLogitsF32,
                          testing::Values(F32Case{"models/deepseek_v3", 0}, F32Case{"models/deepseek_v3", 1},
                                          F32Case{"models/deepseek_v3", 5}, F32Case{"models_alt/deepseek_v3", 0},
-                                         F32Case{"models_alt/deepseek_v3", 5}),
+                                         F32Case{"models_alt/deepseek_v3", 5}, F32Case{"models_yarn/deepseek_v3", 0},
+                                         F32Case{"models_yarn/deepseek_v3", 5}),
                          f32_name);
 
 // transformers 5.17 in bfloat16 against the same float64 references (../shared/fixtures/README.md), per fixture: the
