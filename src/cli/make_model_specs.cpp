@@ -106,6 +106,43 @@ Result<Specs> qwen3_5_moe_tensors(const ModelConfig& c, const std::string& model
   return t;
 }
 
+// DeepSeek-V3: multi-head latent attention (q_a/q_b or q_proj; kv_a_proj_with_mqa, kv_b), a dense MLP in the first
+// first_k_dense_replace layers, routed experts with the router's correction bias plus the shared experts after them.
+Result<Specs> deepseek_v3_tensors(const ModelConfig& c) {
+  const int64_t d = c.hidden_size, qk = c.qk_nope_head_dim + c.qk_rope_head_dim, h = c.n_head;
+  if (c.qk_nope_head_dim <= 0 || c.qk_rope_head_dim <= 0 || c.v_head_dim <= 0 || c.kv_lora_rank <= 0)
+    return invalid_argument(
+        "a DeepSeek-V3 config needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim and kv_lora_rank");
+  Specs t;
+  add_embedding(t, c, "model");
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".", a = p + "self_attn.";
+    t.push_back({p + "input_layernorm.weight", {d}, Init::kNorm});
+    t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kNorm});
+    if (c.q_lora_rank > 0) {
+      t.push_back({a + "q_a_proj.weight", {c.q_lora_rank, d}});
+      t.push_back({a + "q_a_layernorm.weight", {c.q_lora_rank}, Init::kNorm});
+      t.push_back({a + "q_b_proj.weight", {h * qk, c.q_lora_rank}});
+    } else {
+      t.push_back({a + "q_proj.weight", {h * qk, d}});
+    }
+    t.push_back({a + "kv_a_proj_with_mqa.weight", {c.kv_lora_rank + c.qk_rope_head_dim, d}});
+    t.push_back({a + "kv_a_layernorm.weight", {c.kv_lora_rank}, Init::kNorm});
+    t.push_back({a + "kv_b_proj.weight", {h * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank}});
+    t.push_back({a + "o_proj.weight", {d, h * c.v_head_dim}});
+    if (!c.is_moe_layer(l)) {
+      add_dense_mlp(t, p + "mlp.", d, c.intermediate_size);
+      continue;
+    }
+    add_routed_experts(t, p + "mlp.", c);
+    t.push_back({p + "mlp.gate.e_score_correction_bias", {c.n_expert}});
+    if (c.shared_expert_intermediate_size > 0)
+      add_dense_mlp(t, p + "mlp.shared_experts.", d, c.shared_expert_intermediate_size);
+  }
+  add_head(t, c, "model", Init::kNorm);
+  return t;
+}
+
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -120,8 +157,11 @@ Result<std::vector<TensorSpec>> checkpoint_tensors(const ModelConfig& c) {
   if (c.architecture == "Qwen3_5MoeForCausalLM") return qwen3_5_moe_tensors(c, "model");
   // The multimodal layout keeps the text model under model.language_model (no vision tower is written).
   if (c.architecture == "Qwen3_5MoeForConditionalGeneration") return qwen3_5_moe_tensors(c, "model.language_model");
-  return unsupported("make-model writes Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5MoeForCausalLM and "
-                     "Qwen3_5MoeForConditionalGeneration checkpoints, not " + c.architecture);
+  if (c.architecture == "DeepseekV3ForCausalLM") return deepseek_v3_tensors(c);
+  return unsupported(
+      "make-model writes Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5MoeForCausalLM, "
+      "Qwen3_5MoeForConditionalGeneration and DeepseekV3ForCausalLM checkpoints, not " +
+      c.architecture);
 }
 
 float random_value(uint64_t seed, uint64_t id, uint64_t i, Init init) {

@@ -1,4 +1,4 @@
-// `ft make-model` for Qwen3.5-MoE: the checkpoint has exactly the tensor names, shapes and dtype of the
+// `ft make-model` for Qwen3.5-MoE and DeepSeek-V3: the checkpoint has exactly the tensor names, shapes and dtype of the
 // transformers-made fixture of the same config, the same seed writes the same bytes, and `ft logits` loads it
 // (every tensor used) and returns finite logits; the multimodal layout (text_config) loads the same way.
 #include <unistd.h>
@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 namespace ft {
 namespace {
 
-const fs::path kFixture = fs::path(FT_TEST_DATA) / "models" / "qwen3_5_moe";
+const fs::path kFixtures = fs::path(FT_TEST_DATA) / "models";
+const fs::path kFixture = kFixtures / "qwen3_5_moe";
 
 class MakeModel : public testing::Test {
  protected:
@@ -62,29 +63,35 @@ class MakeModel : public testing::Test {
     for (int64_t i = 0; i < 3 * vocab; ++i) ASSERT_TRUE(std::isfinite(v[i])) << "logit " << i;
   }
 
+  // make-model on the fixture's config: the fixture's tensor names, shapes and dtypes; loads; a seed's bytes repeat.
+  void expect_fixture_layout(const fs::path& fixture_dir, const std::string& layers) {
+    fs::copy_file(fixture_dir / "config.json", dir_ / "config.json");
+    const fs::path model = make(dir_ / "config.json", "a", "--layers " + layers + " --seed 7");
+    auto made = SafetensorsFile::open((model / "model.safetensors").string());
+    auto fixture = SafetensorsFile::open((fixture_dir / "model.safetensors").string());
+    ASSERT_TRUE(made.ok()) << made.status().to_string();
+    ASSERT_TRUE(fixture.ok()) << fixture.status().to_string();
+    const auto& want = (*fixture)->tensors();  // both sorted by name
+    const auto& got = (*made)->tensors();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].name, want[i].name);
+      EXPECT_EQ(got[i].shape, want[i].shape) << want[i].name;
+      EXPECT_EQ(got[i].dtype, want[i].dtype) << want[i].name;
+    }
+    expect_loads(model, 512);
+
+    const fs::path again = make(dir_ / "config.json", "b", "--layers " + layers + " --seed 7");
+    EXPECT_TRUE(read(model / "model.safetensors") == read(again / "model.safetensors")) << "same seed, other bytes";
+  }
+
   fs::path dir_;
 };
 
-TEST_F(MakeModel, Qwen35MoeHasTheFixtureLayoutAndLoads) {
-  fs::copy_file(kFixture / "config.json", dir_ / "config.json");
-  const fs::path model = make(dir_ / "config.json", "a", "--layers 4 --seed 7");
-  auto made = SafetensorsFile::open((model / "model.safetensors").string());
-  auto fixture = SafetensorsFile::open((kFixture / "model.safetensors").string());
-  ASSERT_TRUE(made.ok()) << made.status().to_string();
-  ASSERT_TRUE(fixture.ok()) << fixture.status().to_string();
-  const auto& want = (*fixture)->tensors();  // both sorted by name
-  const auto& got = (*made)->tensors();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].name, want[i].name);
-    EXPECT_EQ(got[i].shape, want[i].shape) << want[i].name;
-    EXPECT_EQ(got[i].dtype, want[i].dtype) << want[i].name;
-  }
-  expect_loads(model, 512);
+TEST_F(MakeModel, Qwen35MoeHasTheFixtureLayoutAndLoads) { expect_fixture_layout(kFixture, "4"); }
 
-  const fs::path again = make(dir_ / "config.json", "b", "--layers 4 --seed 7");
-  EXPECT_TRUE(read(model / "model.safetensors") == read(again / "model.safetensors")) << "same seed, other bytes";
-}
+// Latent attention with q_lora, a dense first layer, the router's correction bias and a shared expert.
+TEST_F(MakeModel, DeepseekV3HasTheFixtureLayoutAndLoads) { expect_fixture_layout(kFixtures / "deepseek_v3", "3"); }
 
 TEST_F(MakeModel, Qwen35MoeMultimodalLayoutLoads) {
   // Qwen3_5MoeForConditionalGeneration keeps the text config under text_config and the text model under
