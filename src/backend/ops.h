@@ -41,6 +41,7 @@ enum class Op {
   kMoeCacheLookup,
   kMoeCacheFill,
   kMoeChunkIds,
+  kMlaRopeStore,
 };
 const char* op_name(Op op);
 
@@ -232,6 +233,15 @@ struct OpTable {
   // out = ids - first where first <= ids < first + count, else -1 (the pairs of one chunk of experts).
   // ids, out [n, k] i32.
   Status (*moe_chunk_ids)(const Tensor& ids, int64_t first, int64_t count, const Tensor& out, Stream& s);
+  // Multi-head latent attention's rope and cache store in one op: rotates each query head's last rot_dim dims in
+  // place and the step's shared rope key, and stores every head's key [k_nope | rotated k_rope] and value. Equals
+  // rope(q[..., nope:]), rope(k_rope), converting k_nope and the rotated k_rope (every head's) into keys [n, H, nope +
+  // rot_dim] and kv_store(keys, v); k_rope itself is left as it was. q [n, H, nope + rot_dim] act; k_rope [n, 1,
+  // rot_dim], k_nope [n, H, nope], v [n, H, hd_v], q's dtype; positions, slots [n] i32; inv_freq [rot_dim / 2] f32;
+  // caches as kv_store's. Null where a backend runs those ops instead (ref, cpu).
+  Status (*mla_rope_store)(const Tensor& q, const Tensor& k_rope, const Tensor& k_nope, const Tensor& v,
+                           const Tensor& positions, const Tensor& inv_freq, const Tensor& slots, const Tensor& k_cache,
+                           const Tensor& v_cache, const RopeParams& rope, Stream& s);
 };
 
 // Declares op `name` in the enclosing (backend) namespace with exactly the OpTable signature, so the
@@ -239,14 +249,14 @@ struct OpTable {
 #define FT_DECLARE_OP(name) std::remove_pointer_t<decltype(::ft::OpTable::name)> name;
 // Every op of the table; a backend header says `namespace cpu { FT_DECLARE_OPS() }`. A backend defines
 // the ops it runs; its table leaves the others null.
-#define FT_DECLARE_OPS()                                                                               \
-  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm)                               \
-  FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)             \
-  FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)               \
-  FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts) \
-  FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)     \
-  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul)             \
-  FT_DECLARE_OP(sample) FT_DECLARE_OP(moe_cache_lookup) FT_DECLARE_OP(moe_cache_fill)                  \
-  FT_DECLARE_OP(moe_chunk_ids)
+#define FT_DECLARE_OPS()                                                                                           \
+  FT_DECLARE_OP(embedding)                                                                                         \
+  FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope)             \
+      FT_DECLARE_OP(qk_norm_rope_store) FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add)            \
+          FT_DECLARE_OP(convert) FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route)         \
+              FT_DECLARE_OP(moe_experts) FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu)             \
+                  FT_DECLARE_OP(gated_delta_chunked) FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) \
+                      FT_DECLARE_OP(sigmoid_mul) FT_DECLARE_OP(sample) FT_DECLARE_OP(moe_cache_lookup)             \
+                          FT_DECLARE_OP(moe_cache_fill) FT_DECLARE_OP(moe_chunk_ids) FT_DECLARE_OP(mla_rope_store)
 
 }  // namespace ft

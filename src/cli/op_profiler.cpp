@@ -45,6 +45,12 @@ Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, con
   FT_RETURN_IF_ERROR(g_active->before("qk_norm_rope_store"));
   return inner().qk_norm_rope_store(q, k, v, q_w, k_w, pos, f, slots, kc, vc, norm, rope_p, s);
 }
+Status mla_rope_store(const Tensor& q, const Tensor& k_rope, const Tensor& k_nope, const Tensor& v, const Tensor& pos,
+                      const Tensor& f, const Tensor& slots, const Tensor& kc, const Tensor& vc,
+                      const RopeParams& rope_p, Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("mla_rope_store"));
+  return inner().mla_rope_store(q, k_rope, k_nope, v, pos, f, slots, kc, vc, rope_p, s);
+}
 Status swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, Stream& s) {
   FT_RETURN_IF_ERROR(g_active->before("swiglu"));
   return inner().swiglu(gate, up, out, s);
@@ -117,6 +123,7 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.moe_workspace_bytes = moe_workspace_bytes;
   t.moe_cache_lookup = moe_cache_lookup;
   t.moe_cache_fill = moe_cache_fill;
+  if (inner_table.mla_rope_store) t.mla_rope_store = mla_rope_store;  // null stays null: the model runs its ops
   return t;
 }
 

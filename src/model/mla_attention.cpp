@@ -56,6 +56,20 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
   return a;
 }
 
+Status MlaAttention::rope_store_in_turn(const LayerContext& c, const Tensor& q, const Tensor& k_rope,
+                                        const Tensor& k_nope, const Tensor& v, const Tensor& k_rows) const {
+  const Tensor q_rope = q.slice(2, nope, rope_dim);  // [n, H, rope]
+  FT_RETURN_IF_ERROR(c.ops.rope(q_rope, c.step.positions, inv_freq, q_rope, rope, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.rope(k_rope, c.step.positions, inv_freq, k_rope, rope, c.stream));
+  const Tensor k = split_heads(k_rows, n_head, nope + rope_dim);  // [n, H, qk]
+  Tensor k_rope_every_head = k_rope;                              // [n, H, rope]: one row read by every head
+  k_rope_every_head.shape[1] = n_head;
+  k_rope_every_head.stride[1] = 0;
+  FT_RETURN_IF_ERROR(c.ops.convert(k_nope, k.slice(2, 0, nope), c.stream));
+  FT_RETURN_IF_ERROR(c.ops.convert(k_rope_every_head, k.slice(2, nope, rope_dim), c.stream));
+  return c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream);
+}
+
 Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in,
                              const Tensor& out) const {
   const int64_t n = in.h.dim(0), qk = nope + rope_dim;
@@ -69,7 +83,6 @@ Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const
   const Tensor lat = take(latent.w.dim(0));                                             // [n, q_cols + kv_lora + rope]
   const Tensor q_rows = q_b.w.defined() ? take(n_head * qk) : lat.slice(1, 0, q_cols);  // [n, H qk]
   const Tensor kv_rows = take(n_head * (nope + v_dim));                                 // [n, H (nope + v)]
-  const Tensor k_rows = take(n_head * qk);                                              // [n, H qk]
   FT_RETURN_IF_ERROR(latent.forward(c, in, lat));
   if (q_b.w.defined()) {
     const Tensor q_latent = lat.slice(1, 0, q_cols);  // [n, q_lora]
@@ -81,20 +94,15 @@ Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const
   FT_RETURN_IF_ERROR(kv_b.forward(c, kv_latent, kv_rows));
 
   const Tensor q = split_heads(q_rows, n_head, qk);                                          // [n, H, qk]
-  const Tensor q_rope = q.slice(2, nope, rope_dim);                                          // [n, H, rope]
   const Tensor k_rope = split_heads(lat.slice(1, q_cols + kv_lora, rope_dim), 1, rope_dim);  // [n, 1, rope]
-  FT_RETURN_IF_ERROR(c.ops.rope(q_rope, c.step.positions, inv_freq, q_rope, rope, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.rope(k_rope, c.step.positions, inv_freq, k_rope, rope, c.stream));
-
-  const Tensor kv = split_heads(kv_rows, n_head, nope + v_dim);  // [n, H, nope + v]
-  const Tensor k = split_heads(k_rows, n_head, qk);              // [n, H, qk]
-  Tensor k_rope_every_head = k_rope;                             // [n, H, rope]: one row read by every head
-  k_rope_every_head.shape[1] = n_head;
-  k_rope_every_head.stride[1] = 0;
-  FT_RETURN_IF_ERROR(c.ops.convert(kv.slice(2, 0, nope), k.slice(2, 0, nope), c.stream));
-  FT_RETURN_IF_ERROR(c.ops.convert(k_rope_every_head, k.slice(2, nope, rope_dim), c.stream));
-  const Tensor v = kv.slice(2, nope, v_dim);  // [n, H, v]
-  FT_RETURN_IF_ERROR(c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream));
+  const Tensor kv = split_heads(kv_rows, n_head, nope + v_dim);                              // [n, H, nope + v]
+  const Tensor k_nope = kv.slice(2, 0, nope), v = kv.slice(2, nope, v_dim);                  // [n, H, nope], [n, H, v]
+  if (c.ops.mla_rope_store) {
+    FT_RETURN_IF_ERROR(c.ops.mla_rope_store(q, k_rope, k_nope, v, c.step.positions, inv_freq, c.step.slots,
+                                            c.kv.k(layer), c.kv.v(layer), rope, c.stream));
+  } else {
+    FT_RETURN_IF_ERROR(rope_store_in_turn(c, q, k_rope, k_nope, v, take(n_head * qk)));
+  }
 
   const Tensor attn_rows = rows(s.attn, n).slice(1, 0, n_head * v_dim);  // [n, H v]
   FT_RETURN_IF_ERROR(c.ops.attention(q, c.kv.k(layer), c.kv.v(layer), c.step.meta,

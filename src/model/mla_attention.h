@@ -26,7 +26,8 @@ struct MlaAttention {
   Tensor inv_freq;  // [rope_dim / 2] f32
   AttentionParams attn;
 
-  // Columns of LayerScratch::qkv a step uses: the latent, the queries (with q_lora_rank), kv_b's output, the keys.
+  // Columns of LayerScratch::qkv a step uses: the latent, the queries (with q_lora_rank), kv_b's output, the keys
+  // (assembled there where the backend has no mla_rope_store).
   static int64_t scratch_width(const ModelConfig& c);
   // What the paged cache holds a token of this layer: n_head keys of nope + rope dims, values of v_head_dim.
   static KvLayerShape kv_shape(const ModelConfig& c);
@@ -34,6 +35,11 @@ struct MlaAttention {
                                    const Tensor& inv_freq, float attention_factor);
   // out [n, d].
   Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
+
+ private:
+  // mla_rope_store as the ops it fuses, for backends without it: the keys assembled in k_rows [n, H qk].
+  Status rope_store_in_turn(const LayerContext& c, const Tensor& q, const Tensor& k_rope, const Tensor& k_nope,
+                            const Tensor& v, const Tensor& k_rows) const;
 };
 
 }  // namespace ft

@@ -1,4 +1,5 @@
-// cuda fused ops (add_rms_norm_matmul, qk_norm_rope_store) against the ref ops, with f32 and bf16 activations;
+// cuda fused ops (add_rms_norm_matmul, qk_norm_rope_store, mla_rope_store) against the ref ops, with f32 and bf16
+// activations;
 // skipped without a GPU. qk_norm_rope_store also against the cuda ops it fuses: bit for bit the same (0), the same
 // sums in the same order, the same roundings. Against ref (float64 math, the same roundings to the activation dtype
 // between the fused steps): f32 row ops 1e-12, bf16 outputs kBf16Tol (3e-5); values go to the cache unchanged (0),
@@ -168,6 +169,107 @@ TEST(OpsCuda, QkNormRopeStore) {
             expect_close(got_k, env.down(unfused.k_cache), 0, what + " k cache vs kv_store");
             expect_close(got_v, env.down(unfused.v_cache), 0, what + " v cache vs kv_store");
           }
+}
+
+// mla_rope_store problems: q, the shared rope key, k_nope and v as the latent attention lays them out, views of one
+// row per token (the queries, the rope key of the latent, kv_b's output with each head's k_nope then v).
+struct MlaCase {
+  const char* name;
+  int64_t n_head, nope, rot, hd_v;
+  bool interleaved;
+  float factor;
+};
+
+inline constexpr MlaCase kMlaCases[] = {
+    {"deepseek-v3 16 heads", 16, 128, 64, 128, true, 1.0f},
+    {"fixture", 4, 16, 8, 16, true, 1.0f},
+    {"rotate-half, scaled", 3, 24, 40, 16, false, 1.3f},
+};
+
+struct MlaTensors {
+  Tensor rows, k_cache, v_cache, keys;  // keys [n, H, nope + rot]: the composition's assembled keys
+  const MlaCase* c;
+  Tensor q() const { return head_view(rows, 0, c->n_head, c->nope + c->rot, c->nope + c->rot); }
+  Tensor k_rope() const { return head_view(rows, c->n_head * (c->nope + c->rot), 1, c->rot, c->rot); }
+  Tensor kv(int64_t col, int64_t width) const {
+    return head_view(rows, c->n_head * (c->nope + c->rot) + c->rot + col, c->n_head, width, c->nope + c->hd_v);
+  }
+  Tensor k_nope() const { return kv(0, c->nope); }
+  Tensor v() const { return kv(c->nope, c->hd_v); }
+};
+
+// mla_rope_store's inputs and what it writes: the op, or the ops it fuses (rope, rope, two converts, kv_store).
+Status run_mla(const OpTable& ops, Stream& s, const MlaTensors& t, const Tensor& positions, const Tensor& inv_freq,
+               const Tensor& slots, const RopeParams& rope, bool fused) {
+  if (fused)
+    return ops.mla_rope_store(t.q(), t.k_rope(), t.k_nope(), t.v(), positions, inv_freq, slots, t.k_cache, t.v_cache,
+                              rope, s);
+  const Tensor q_rope = t.q().slice(2, t.c->nope, t.c->rot), k_rope = t.k_rope();
+  FT_RETURN_IF_ERROR(ops.rope(q_rope, positions, inv_freq, q_rope, rope, s));
+  FT_RETURN_IF_ERROR(ops.rope(k_rope, positions, inv_freq, k_rope, rope, s));
+  Tensor every_head = k_rope;
+  every_head.shape[1] = t.c->n_head;
+  every_head.stride[1] = 0;
+  FT_RETURN_IF_ERROR(ops.convert(t.k_nope(), t.keys.slice(2, 0, t.c->nope), s));
+  FT_RETURN_IF_ERROR(ops.convert(every_head, t.keys.slice(2, t.c->nope, t.c->rot), s));
+  return ops.kv_store(t.keys, t.v(), slots, t.k_cache, t.v_cache, s);
+}
+
+// Against the cuda ops it fuses bit for bit (0); against ref (float64 rotation, the same roundings) as rope's and
+// kv_store's: f32 rows 1e-12, bf16 kBf16Tol, values unchanged (0). One case holds a padding row (slot -1), which
+// stores nothing: against the cuda composition only (ref's kv_store refuses the slot).
+TEST(OpsCuda, MlaRopeStore) {
+  CudaEnv env;
+  FT_REQUIRE_GPU(env);
+  for (const MlaCase& c : kMlaCases)
+    for (DType ad : {DType::kF32, DType::kBF16})
+      for (DType cd : {DType::kF32, DType::kBF16})
+        for (int64_t n : {1, 7, 33}) {
+          const std::string what = std::string("mla_rope_store ") + c.name + " act " + dt(ad) + " cache " + dt(cd) +
+                                   " n=" + std::to_string(n);
+          const int64_t qk = c.nope + c.rot, width = c.n_head * qk + c.rot + c.n_head * (c.nope + c.hd_v);
+          const Tensor rows = make_tensor(ad, {n, width});
+          fill_normal(rows, 90 + n + c.rot, 2.0);
+          const Tensor positions = make_tensor(DType::kI32, {n}), slots = make_tensor(DType::kI32, {n});
+          const int at[] = {0, 1, 5, 127, 4096, 31999, 131071};
+          const int64_t page_size = 16, n_pages = n / page_size + 2;
+          for (int64_t i = 0; i < n; ++i) {
+            set_value(positions, i, at[i % 7] + i / 7);
+            set_value(slots, i, static_cast<double>((i * 37 + 5) % (n_pages * page_size)));
+          }
+          const bool padding = n == 7;
+          if (padding) set_value(slots, 3, -1);
+          const Tensor inv_freq = make_tensor(DType::kF32, {c.rot / 2});
+          for (int64_t i = 0; i < c.rot / 2; ++i)
+            set_value(inv_freq, i, 1.0 / std::pow(1e4, 2.0 * static_cast<double>(i) / static_cast<double>(c.rot)));
+          const Tensor k_cache = make_tensor(cd, {n_pages, page_size, c.n_head, qk});
+          const Tensor v_cache = make_tensor(cd, {n_pages, page_size, c.n_head, c.hd_v});
+          fill_normal(k_cache, 91), fill_normal(v_cache, 92);
+          const RopeParams rope{c.rot, c.interleaved, c.factor};
+          const auto on_device = [&] {
+            return MlaTensors{env.up(rows), env.up(k_cache), env.up(v_cache), env.empty(ad, {n, c.n_head, qk}), &c};
+          };
+          const MlaTensors got = on_device(), unfused = on_device();
+          const Tensor pos_d = env.up(positions), freq_d = env.up(inv_freq), slots_d = env.up(slots);
+          ASSERT_TRUE(run_mla(env.ops(), env.stream(), got, pos_d, freq_d, slots_d, rope, true).ok()) << what;
+          ASSERT_TRUE(run_mla(env.ops(), env.stream(), unfused, pos_d, freq_d, slots_d, rope, false).ok()) << what;
+          const Tensor got_rows = env.down(got.rows), got_k = env.down(got.k_cache), got_v = env.down(got.v_cache);
+          const MlaTensors got_host{got_rows, got_k, got_v, Tensor{}, &c}, input{rows, k_cache, v_cache, Tensor{}, &c};
+          const MlaTensors unfused_host{env.down(unfused.rows), Tensor{}, Tensor{}, Tensor{}, &c};
+          expect_close(got_host.q(), unfused_host.q(), 0, what + " q vs the ops it fuses");
+          expect_close(got_host.k_rope(), input.k_rope(), 0, what + " k_rope left as it was");
+          expect_close(got_k, env.down(unfused.k_cache), 0, what + " k cache vs the ops it fuses");
+          expect_close(got_v, env.down(unfused.v_cache), 0, what + " v cache vs the ops it fuses");
+          if (padding) continue;
+          // The rope key the composition rotated in place is left as it was by the op: compare the queries only.
+          const MlaTensors want{copy_of(rows), copy_of(k_cache), copy_of(v_cache), make_tensor(ad, {n, c.n_head, qk}),
+                                &c};
+          ASSERT_TRUE(run_mla(env.ref, env.ref_stream, want, positions, inv_freq, slots, rope, false).ok()) << what;
+          expect_close(got_host.q(), want.q(), tol_for(ad, 1e-12), what + " q");
+          expect_close(got_k, want.k_cache, cd == DType::kBF16 || ad == DType::kBF16 ? kBf16Tol : 1e-12,
+                       what + " k cache");
+          expect_close(got_v, want.v_cache, 0, what + " v cache");
+        }
 }
 
 }  // namespace

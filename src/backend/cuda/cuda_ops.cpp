@@ -24,7 +24,8 @@ bool supports(Op op, DType act, DType weight) {
     case Op::kGatedDeltaChunked:
     case Op::kGatedDeltaStep:
     case Op::kRmsNormGated:
-    case Op::kSigmoidMul: {
+    case Op::kSigmoidMul:
+    case Op::kMlaRopeStore: {
       auto fb = [](DType t) { return t == DType::kF32 || t == DType::kBF16; };
       return fb(act) && fb(weight);
     }
@@ -67,6 +68,7 @@ const OpTable& cuda_op_table() {
       .moe_cache_lookup = &cuda::moe_cache_lookup,
       .moe_cache_fill = &cuda::moe_cache_fill,
       .moe_chunk_ids = &cuda::moe_chunk_ids,
+      .mla_rope_store = &cuda::mla_rope_store,
   };
   return table;
 }
