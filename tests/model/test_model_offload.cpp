@@ -112,17 +112,18 @@ std::string bitwise_name(const testing::TestParamInfo<BitwiseCase>& info) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, OffloadBitwise,
-    testing::Values(BitwiseCase{"models/qwen3_moe", "cpu", DType::kF32},
-                    BitwiseCase{"models/qwen3_5_moe", "cpu", DType::kF32},
-                    BitwiseCase{"models_alt/qwen3_moe", "cpu", DType::kF32},
-                    BitwiseCase{"models/qwen3_moe", "cuda", DType::kF32},
-                    BitwiseCase{"models/qwen3_moe", "cuda", DType::kBF16},
-                    BitwiseCase{"models/qwen3_5_moe", "cuda", DType::kBF16},
-                    BitwiseCase{"models_alt/qwen3_moe", "cuda", DType::kBF16},
-                    BitwiseCase{"models_alt/qwen3_5_moe", "cuda", DType::kBF16}),
-    bitwise_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, OffloadBitwise,
+                         testing::Values(BitwiseCase{"models/qwen3_moe", "cpu", DType::kF32},
+                                         BitwiseCase{"models/qwen3_5_moe", "cpu", DType::kF32},
+                                         BitwiseCase{"models_alt/qwen3_moe", "cpu", DType::kF32},
+                                         BitwiseCase{"models/qwen3_moe", "cuda", DType::kF32},
+                                         BitwiseCase{"models/qwen3_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models/qwen3_5_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models_alt/qwen3_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models_alt/qwen3_5_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models/deepseek_v3", "cpu", DType::kF32},
+                                         BitwiseCase{"models/deepseek_v3", "cuda", DType::kBF16}),
+                         bitwise_name);
 
 // --- cpu / hybrid / chunked streaming against the float64 reference (f32) ----------------------------------
 
@@ -161,10 +162,10 @@ std::string f32_name(const testing::TestParamInfo<F32Case>& info) {
 std::vector<F32Case> f32_cases() {
   std::vector<F32Case> out;
   for (const char* device : {"cpu", "cuda"})
-    for (auto [model, bound] : {std::pair{"models/qwen3_moe", 1e-5}, std::pair{"models_alt/qwen3_moe", 1e-5},
-                                std::pair{"models/qwen3_5_moe", kGdnShort},
-                                std::pair{"models_alt/qwen3_5_moe",
-                                          std::string(device) == "cuda" ? kGdnAltShortCuda : kGdnAltShort}}) {
+    for (auto [model, bound] :
+         {std::pair{"models/qwen3_moe", 1e-5}, std::pair{"models_alt/qwen3_moe", 1e-5},
+          std::pair{"models/qwen3_5_moe", kGdnShort}, std::pair{"models/deepseek_v3", 1e-5},
+          std::pair{"models_alt/qwen3_5_moe", std::string(device) == "cuda" ? kGdnAltShortCuda : kGdnAltShort}}) {
       out.push_back({{model, device, DType::kF32, MoeBackend::kCpu}, bound});
       out.push_back({{model, device, DType::kF32, MoeBackend::kHybrid}, bound});
       out.push_back({{model, device, DType::kF32, MoeBackend::kOffload, 3}, bound});
