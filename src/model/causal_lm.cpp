@@ -58,7 +58,9 @@ void CausalLm::plan(Arena& a) {
   h_ = a.take(hidden, {T, c.hidden_size});
   h2_ = a.take(hidden, {T, c.hidden_size});
   final_rows_ = a.take(act, {T, c.hidden_size});
-  const int64_t inter = max_intermediate(), k = std::max<int64_t>(1, c.n_expert_used);
+  const int64_t inter = max_intermediate();
+  const int64_t k =
+      std::max<int64_t>(1, c.n_expert_used + MoeBlock::folded_shared_experts(c, options_.experts_on_host));
   scratch_.qkv = a.take(act, {T, qkv_width()});
   scratch_.attn = a.take(act, {T, attention_width()});
   scratch_.gate_up = a.take(hidden, {T, std::max<int64_t>(2 * inter, 1)});
@@ -93,7 +95,25 @@ Status CausalLm::plan_workspace() {
   Arena arena(workspace_);
   plan(arena);
   step_staging_.assign(static_cast<size_t>(step_inputs_.numel()), 0);
-  return ok_status();
+  return name_folded_experts();
+}
+
+Status CausalLm::name_folded_experts() {
+  const int64_t folded = MoeBlock::folded_shared_experts(config_, options_.experts_on_host);
+  if (folded == 0) return ok_status();
+  const int64_t T = scratch_.topk_ids.dim(0), k = scratch_.topk_ids.dim(1), routed = k - folded;
+  std::vector<int32_t> ids(static_cast<size_t>(T * k), 0);
+  std::vector<float> weights(ids.size(), 0.0f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < folded; ++j) {
+      ids[static_cast<size_t>(t * k + routed + j)] = static_cast<int32_t>(config_.n_expert + j);
+      weights[static_cast<size_t>(t * k + routed + j)] = 1.0f;
+    }
+  const Tensor host_ids = Tensor::make(DType::kI32, {T, k}, wrap_host(ids.data(), ids.size() * 4, nullptr));
+  const Tensor host_w = Tensor::make(DType::kF32, {T, k}, wrap_host(weights.data(), weights.size() * 4, nullptr));
+  FT_RETURN_IF_ERROR(backend_.copy(host_ids, scratch_.topk_ids));
+  FT_RETURN_IF_ERROR(backend_.copy(host_w, scratch_.topk_w));
+  return backend_.stream().synchronize();
 }
 
 Result<MoeBlock> CausalLm::load_moe(WeightLoader& w, const std::string& prefix) {

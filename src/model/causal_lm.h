@@ -70,6 +70,8 @@ class CausalLm : public Model {
 
  private:
   Status plan_workspace();
+  // The step's last expert columns, the shared experts a MoeBlock folds into its routed ones: their ids and weight 1.
+  Status name_folded_experts();
   Status upload_step(const ForwardBatch& batch, StepView& step);
   void plan(Arena& arena);
 

@@ -87,6 +87,11 @@ Status DenseMlp::forward(const LayerContext& c, const LayerScratch& s, const Lay
   return c.ops.matmul(act, down, Tensor{}, out, c.stream);
 }
 
+int64_t MoeBlock::folded_shared_experts(const ModelConfig& c, bool experts_on_host) {
+  if (experts_on_host || c.n_shared_expert <= 0) return 0;
+  return c.shared_expert_intermediate_size == c.n_shared_expert * c.moe_intermediate_size ? c.n_shared_expert : 0;
+}
+
 Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, ExpertStore* store,
                                 int64_t moe_layer) {
   MoeBlock m;
@@ -96,8 +101,10 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
     m.moe_layer = moe_layer;
     FT_RETURN_IF_ERROR(w.experts_to_store(prefix + ".experts", *store, moe_layer));
   } else {
-    FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d));
-    FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter));
+    m.n_folded = folded_shared_experts(c, false);
+    const std::string shared = prefix + ".shared_experts";
+    FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d, shared, m.n_folded));
+    FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter, shared, m.n_folded));
   }
   m.route.scoring = c.scoring_func == "sigmoid" ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
   m.route.n_expert_used = c.n_expert_used;
@@ -109,7 +116,7 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
     FT_ASSIGN_OR_RETURN(m.selection_bias, w.get_f32(prefix + ".gate.e_score_correction_bias", {e}));
   }
   for (const char* name : {".shared_expert", ".shared_experts"}) {
-    if (!w.has(prefix + name + ".gate_proj.weight")) continue;
+    if (m.n_folded > 0 || !w.has(prefix + name + ".gate_proj.weight")) continue;
     m.has_shared = true;
     FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + name, d, c.shared_expert_intermediate_size));
   }
@@ -123,10 +130,11 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Lay
   const Tensor& x = in.h;  // [n, d], normalised by the router's projection
   const int64_t n = x.dim(0), k = route.n_expert_used;
   const Tensor logits = rows(s.router, n).slice(1, 0, router.w.dim(0));  // [n, n_expert] f32
-  const Tensor ids = rows(s.topk_ids, n).slice(1, 0, k);                 // [n, k] i32
-  const Tensor weights = rows(s.topk_w, n).slice(1, 0, k);               // [n, k] f32
+  const Tensor ids = rows(s.topk_ids, n).slice(1, 0, k + n_folded);      // [n, k + n_folded] i32
+  const Tensor weights = rows(s.topk_w, n).slice(1, 0, k + n_folded);    // [n, k + n_folded] f32
   FT_RETURN_IF_ERROR(router.forward(c, in, logits));
-  FT_RETURN_IF_ERROR(c.ops.moe_route(logits, selection_bias, ids, weights, route, c.stream));
+  FT_RETURN_IF_ERROR(
+      c.ops.moe_route(logits, selection_bias, ids.slice(1, 0, k), weights.slice(1, 0, k), route, c.stream));
   if (moe_layer < 0) {
     FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
   } else if (c.experts) {

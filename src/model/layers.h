@@ -138,6 +138,14 @@ struct MoeBlock {
   bool has_shared = false;
   DenseMlp shared;     // inter = shared_expert_intermediate_size
   Linear shared_gate;  // [1, d], or undefined: the shared expert's output is added as it is
+  // Ungated shared experts of the experts' own width (DeepSeek's) ride with the routed ones instead: experts
+  // n_expert .. n_expert + n_folded - 1 of gate_up and down, chosen by every token with weight 1 (the last n_folded
+  // columns of the step's ids and weights, which CausalLm fills once).
+  int64_t n_folded = 0;
+
+  // How many shared experts a layer of config c folds into its routed experts (0: none, or they stay a dense MLP).
+  // Not with the experts in a host expert store, which holds the routed experts only.
+  static int64_t folded_shared_experts(const ModelConfig& c, bool experts_on_host);
 
   // store: null to load the experts onto the backend, else into its records of layer moe_layer.
   static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c,

@@ -74,27 +74,40 @@ Result<Tensor> WeightLoader::stack_rows(const std::vector<std::string>& names, c
   return assemble(names, {total, cols}, target_dtype(dtype));
 }
 
-Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d) {
-  std::vector<std::string> names;
+Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
+                                             const std::string& shared, int64_t n_shared) {
+  std::vector<Block> blocks;
   DType dtype = DType::kF32;
   for (int64_t e = 0; e < n_expert; ++e)
     for (const char* part : {"gate_proj", "up_proj"}) {
-      names.push_back(prefix + "." + std::to_string(e) + "." + part + ".weight");
-      FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names.back(), {inter, d}));
+      blocks.push_back({prefix + "." + std::to_string(e) + "." + part + ".weight"});
+      FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(blocks.back().name, {inter, d}));
       dtype = info->dtype;
     }
-  return assemble(names, {n_expert, 2 * inter, d}, target_dtype(dtype));
+  if (n_shared > 0) {
+    for (const char* part : {".gate_proj.weight", ".up_proj.weight"})
+      FT_RETURN_IF_ERROR(checked(shared + part, {n_shared * inter, d}).status());
+    for (int64_t j = 0; j < n_shared; ++j)
+      for (const char* part : {".gate_proj.weight", ".up_proj.weight"})
+        blocks.push_back({shared + part, j * inter, inter, 0, d});
+  }
+  return assemble(blocks, {n_expert + n_shared, 2 * inter, d}, target_dtype(dtype));
 }
 
-Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter) {
-  std::vector<std::string> names;
+Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter,
+                                          const std::string& shared, int64_t n_shared) {
+  std::vector<Block> blocks;
   DType dtype = DType::kF32;
   for (int64_t e = 0; e < n_expert; ++e) {
-    names.push_back(prefix + "." + std::to_string(e) + ".down_proj.weight");
-    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names.back(), {d, inter}));
+    blocks.push_back({prefix + "." + std::to_string(e) + ".down_proj.weight"});
+    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(blocks.back().name, {d, inter}));
     dtype = info->dtype;
   }
-  return assemble(names, {n_expert, d, inter}, target_dtype(dtype));
+  if (n_shared > 0) {
+    FT_RETURN_IF_ERROR(checked(shared + ".down_proj.weight", {d, n_shared * inter}).status());
+    for (int64_t j = 0; j < n_shared; ++j) blocks.push_back({shared + ".down_proj.weight", 0, d, j * inter, inter});
+  }
+  return assemble(blocks, {n_expert + n_shared, d, inter}, target_dtype(dtype));
 }
 
 size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const {
@@ -113,6 +126,23 @@ size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsign
     for (size_t i = 0; i < n; ++i) store_from_f64(dtype, dst, at + i, load_as_f64(info->dtype, src, i));
   }
   return n;
+}
+
+size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst, size_t at) const {
+  const SafetensorsFile* file = nullptr;
+  const TensorInfo* info = checkpoint_.find(b.name, &file);
+  const auto* src = file->tensor_data(*info);
+  const size_t row_len = static_cast<size_t>(info->shape[1]), cols = static_cast<size_t>(b.cols);
+  for (int64_t r = 0; r < b.rows; ++r) {
+    const size_t from = static_cast<size_t>(b.row0 + r) * row_len + static_cast<size_t>(b.col0);
+    const size_t to = at + static_cast<size_t>(r) * cols;
+    if (info->dtype == dtype) {
+      std::memcpy(dst + dtype_bytes(dtype, to), src + dtype_bytes(dtype, from), dtype_bytes(dtype, cols));
+    } else {
+      for (size_t i = 0; i < cols; ++i) store_from_f64(dtype, dst, to + i, load_as_f64(info->dtype, src, from + i));
+    }
+  }
+  return static_cast<size_t>(b.rows) * cols;
 }
 
 Result<DType> WeightLoader::expert_dtype(const std::string& prefix) const {
@@ -154,14 +184,23 @@ Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& st
 }
 
 Result<Tensor> WeightLoader::assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype) {
+  std::vector<Block> blocks;
+  for (const auto& name : names) blocks.push_back({name});
+  return assemble(blocks, std::move(shape), dtype);
+}
+
+Result<Tensor> WeightLoader::assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype) {
   int64_t numel = 1;
   for (int64_t s : shape) numel *= s;
   FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, static_cast<size_t>(numel)), false));
   auto* dst = static_cast<unsigned char*>(host->data());
   size_t at = 0;  // elements written
-  for (const auto& name : names) {
-    at += copy_converted(name, dtype, dst, at);
-    done(name, checkpoint_.find(name)->nbytes);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const Block& b = blocks[i];
+    at += b.rows < 0 ? copy_converted(b.name, dtype, dst, at) : copy_block(b, dtype, dst, at);
+    const bool first = b.rows < 0 || std::none_of(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(i),
+                                                  [&](const Block& o) { return o.name == b.name; });
+    if (first) done(b.name, checkpoint_.find(b.name)->nbytes);  // a tensor split into blocks counts once
   }
   Tensor host_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), host);
   if (backend_.device().is_cpu()) return host_tensor;

@@ -28,9 +28,13 @@ class WeightLoader {
   Result<Tensor> stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols);
   // The experts of one MoE layer under `prefix` (".../mlp.experts"), from per-expert
   // `prefix.E.{gate,up,down}_proj.weight` tensors: gate_up [n_expert, 2 * inter, d] (gate rows, then
-  // up rows) and down [n_expert, d, inter].
-  Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d);
-  Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter);
+  // up rows) and down [n_expert, d, inter]. With n_shared > 0, the dense MLP `shared`.{gate,up,down}_proj of
+  // n_shared * inter rows follows as n_shared more experts, each its next inter rows of gate and up and columns of
+  // down (an MLP is the sum of those slices' MLPs): [n_expert + n_shared, ...].
+  Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
+                                 const std::string& shared = "", int64_t n_shared = 0);
+  Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter,
+                              const std::string& shared = "", int64_t n_shared = 0);
   // The dtype experts under `prefix` are kept in (as target_dtype picks it for the backend).
   Result<DType> expert_dtype(const std::string& prefix) const;
   // The same experts into the records of moe layer `moe_layer` of a host expert store (converted to its dtype),
@@ -44,11 +48,19 @@ class WeightLoader {
  private:
   Result<const TensorInfo*> checked(const std::string& name, const std::vector<int64_t>& shape);
   DType target_dtype(DType stored) const;
+  // Rows [row0, row0 + rows) and columns [col0, col0 + cols) of a checkpoint tensor (rows < 0: all of it).
+  struct Block {
+    std::string name;
+    int64_t row0 = 0, rows = -1, col0 = 0, cols = 0;
+  };
   // Copies (converting) each source into consecutive rows of one new tensor of `shape`.
   Result<Tensor> assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype);
+  Result<Tensor> assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype);
   void done(const std::string& name, size_t bytes);
   // Copies tensor `name` into dst from element `at` on, converting to dtype; returns its element count.
   size_t copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const;
+  // The same for a block of a 2-D tensor, row by row.
+  size_t copy_block(const Block& b, DType dtype, unsigned char* dst, size_t at) const;
 
   const SafetensorsArchive& checkpoint_;
   Backend& backend_;

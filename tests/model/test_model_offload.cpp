@@ -112,18 +112,19 @@ std::string bitwise_name(const testing::TestParamInfo<BitwiseCase>& info) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, OffloadBitwise,
-                         testing::Values(BitwiseCase{"models/qwen3_moe", "cpu", DType::kF32},
-                                         BitwiseCase{"models/qwen3_5_moe", "cpu", DType::kF32},
-                                         BitwiseCase{"models_alt/qwen3_moe", "cpu", DType::kF32},
-                                         BitwiseCase{"models/qwen3_moe", "cuda", DType::kF32},
-                                         BitwiseCase{"models/qwen3_moe", "cuda", DType::kBF16},
-                                         BitwiseCase{"models/qwen3_5_moe", "cuda", DType::kBF16},
-                                         BitwiseCase{"models_alt/qwen3_moe", "cuda", DType::kBF16},
-                                         BitwiseCase{"models_alt/qwen3_5_moe", "cuda", DType::kBF16},
-                                         BitwiseCase{"models/deepseek_v3", "cpu", DType::kF32},
-                                         BitwiseCase{"models/deepseek_v3", "cuda", DType::kBF16}),
-                         bitwise_name);
+// Not DeepSeek-V3: with every expert resident its shared experts ride with the routed ones (MoeBlock::n_folded), in
+// a host expert store they stay a dense MLP, so the sums differ in order; OffloadF32 holds its offload to the reference.
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, OffloadBitwise,
+    testing::Values(BitwiseCase{"models/qwen3_moe", "cpu", DType::kF32},
+                    BitwiseCase{"models/qwen3_5_moe", "cpu", DType::kF32},
+                    BitwiseCase{"models_alt/qwen3_moe", "cpu", DType::kF32},
+                    BitwiseCase{"models/qwen3_moe", "cuda", DType::kF32},
+                    BitwiseCase{"models/qwen3_moe", "cuda", DType::kBF16},
+                    BitwiseCase{"models/qwen3_5_moe", "cuda", DType::kBF16},
+                    BitwiseCase{"models_alt/qwen3_moe", "cuda", DType::kBF16},
+                    BitwiseCase{"models_alt/qwen3_5_moe", "cuda", DType::kBF16}),
+    bitwise_name);
 
 // --- cpu / hybrid / chunked streaming against the float64 reference (f32) ----------------------------------
 
