@@ -23,20 +23,25 @@ __device__ __forceinline__ void rope_pair_of(int64_t j, int64_t half, bool inter
   b = interleaved ? a + 1 : i + half;
 }
 
-// One block per token: the query heads' rope dims rotated in place, then every head's key and value into the slot.
+// One block per token: each pair's cos and sin once (rope_cos_sin, as the rope op takes them), the query heads' rope
+// dims rotated in place, then every head's key and value into the slot.
 template <class T, class TC>
 __global__ void mla_rope_store_kernel(T* q, const T* k_rope, const T* k_nope, const T* v, const int32_t* positions,
                                       const float* inv_freq, const int32_t* slots, TC* k_cache, TC* v_cache,
                                       MlaArgs a) {
+  __shared__ float cos_s[kRopeMaxHalf], sin_s[kRopeMaxHalf];
   const int64_t t = blockIdx.x, rot = 2 * a.half, hd_k = a.nope + rot;
   const float pos = static_cast<float>(positions[t]);
+  for (int64_t i = threadIdx.x; i < a.half; i += blockDim.x)
+    rope_cos_sin(pos, inv_freq[i], a.factor, cos_s[i], sin_s[i]);
+  __syncthreads();
   for (int64_t w = threadIdx.x; w < a.n_head * a.half; w += blockDim.x) {
     const int64_t h = w / a.half, j = w % a.half;
     int64_t x0, x1, i;
     rope_pair_of(a.interleaved ? 2 * j : j, a.half, a.interleaved, x0, x1, i);
     T* row = q + t * a.q_tok + h * a.q_head + a.nope;
     float y0, y1;
-    rope_pair(pos, inv_freq[i], a.factor, to_f32(row[x0]), to_f32(row[x1]), y0, y1);
+    rope_rotate(cos_s[i], sin_s[i], to_f32(row[x0]), to_f32(row[x1]), y0, y1);
     row[x0] = from_f32<T>(y0);
     row[x1] = from_f32<T>(y1);
   }
@@ -54,7 +59,7 @@ __global__ void mla_rope_store_kernel(T* q, const T* k_rope, const T* k_nope, co
     int64_t x0, x1, i;
     rope_pair_of(c - a.nope, a.half, a.interleaved, x0, x1, i);
     float y0, y1;
-    rope_pair(pos, inv_freq[i], a.factor, to_f32(kr[x0]), to_f32(kr[x1]), y0, y1);
+    rope_rotate(cos_s[i], sin_s[i], to_f32(kr[x0]), to_f32(kr[x1]), y0, y1);
     // The rope op rounds the rotated key to k_rope's dtype before kv_store converts it to the cache's.
     kc[e] = from_f32<TC>(to_f32(from_f32<T>(c - a.nope == x0 ? y0 : y1)));
   }
