@@ -108,6 +108,11 @@ struct GqaAttention {
   Tensor inv_freq;  // [rot_dim / 2] f32
   AttentionParams attn;
 
+  // What DecoderModel asks of its attention: rotated dims, cache shape, scratch columns (q, k, v), output width.
+  static int64_t rot_dim(const ModelConfig& c) { return c.head_dim; }
+  static KvLayerShape kv_shape(const ModelConfig& c) { return {c.n_kv_head, c.head_dim, c.head_dim}; }
+  static int64_t scratch_width(const ModelConfig& c) { return (c.n_head + 2 * c.n_kv_head) * c.head_dim; }
+  static int64_t output_width(const ModelConfig& c) { return c.n_head * c.head_dim; }
   static Result<GqaAttention> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
                                    const Tensor& inv_freq, float attention_factor);
   // out [n, d].

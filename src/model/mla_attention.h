@@ -31,6 +31,9 @@ struct MlaAttention {
   static int64_t scratch_width(const ModelConfig& c);
   // What the paged cache holds a token of this layer: n_head keys of nope + rope dims, values of v_head_dim.
   static KvLayerShape kv_shape(const ModelConfig& c);
+  // The rotated dims of q and k (qk_rope_head_dim) and the attention's output width (n_head * v_head_dim).
+  static int64_t rot_dim(const ModelConfig& c) { return c.qk_rope_head_dim; }
+  static int64_t output_width(const ModelConfig& c) { return c.n_head * c.v_head_dim; }
   static Result<MlaAttention> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
                                    const Tensor& inv_freq, float attention_factor);
   // out [n, d].

@@ -19,14 +19,18 @@ int64_t ulps(float a, float b) {
   return std::abs(static_cast<int64_t>(std::bit_cast<int32_t>(a)) - static_cast<int64_t>(std::bit_cast<int32_t>(b)));
 }
 
-TEST(RopeFreqs, YarnAsTransformersFormsIt) {
+// YaRN scaling by `factor` over an original context of 4096 positions (beta_fast 32, beta_slow 1: the defaults).
+RopeConfig yarn(double factor) {
   RopeConfig rope;
   rope.type = "yarn";
-  rope.theta = 150000.0;
-  rope.factor = 32.0;
+  rope.factor = factor;
   rope.original_max_position_embeddings = 4096;
-  rope.beta_fast = 32.0;
-  rope.beta_slow = 1.0;
+  return rope;
+}
+
+TEST(RopeFreqs, YarnAsTransformersFormsIt) {
+  RopeConfig rope = yarn(32.0);
+  rope.theta = 150000.0;
   rope.truncate = false;
   auto t = rope_table(rope, 16, 4096);
   ASSERT_TRUE(t.ok()) << t.status().to_string();
@@ -39,10 +43,7 @@ TEST(RopeFreqs, YarnAsTransformersFormsIt) {
 }
 
 TEST(RopeFreqs, YarnMscaleRatioAndExplicitFactor) {
-  RopeConfig rope;
-  rope.type = "yarn";
-  rope.factor = 40.0;
-  rope.original_max_position_embeddings = 4096;
+  RopeConfig rope = yarn(40.0);
   rope.mscale = 1.0;
   rope.mscale_all_dim = 1.0;  // DeepSeek-V3: the ratio is 1, the softmax scale takes mscale^2 instead
   auto t = rope_table(rope, 64, 163840);
