@@ -183,6 +183,13 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   FT_RETURN_IF_ERROR(positive("num_attention_heads", c.n_head));
   FT_RETURN_IF_ERROR(positive("num_key_value_heads", c.n_kv_head));
   FT_RETURN_IF_ERROR(positive("head_dim", c.head_dim));
+  if (c.kv_lora_rank != 0) {  // multi-head latent attention: its dims size the scratch before any weight is read
+    FT_RETURN_IF_ERROR(positive("kv_lora_rank", c.kv_lora_rank));
+    FT_RETURN_IF_ERROR(positive("qk_nope_head_dim", c.qk_nope_head_dim));
+    FT_RETURN_IF_ERROR(positive("qk_rope_head_dim", c.qk_rope_head_dim));
+    FT_RETURN_IF_ERROR(positive("v_head_dim", c.v_head_dim));
+    if (c.q_lora_rank < 0) return corrupt_file(origin + ": 'q_lora_rank' must not be negative");
+  }
   if (c.n_head % c.n_kv_head)
     return corrupt_file(origin + ": num_attention_heads " + std::to_string(c.n_head) +
                         " is not a multiple of num_key_value_heads " + std::to_string(c.n_kv_head));

@@ -125,6 +125,7 @@ Result<MoeBlock> CausalLm::load_moe(WeightLoader& w, const std::string& prefix) 
   }
   const int64_t index = moe_blocks_loaded_++;
   FT_ASSIGN_OR_RETURN(MoeBlock block, load_moe_block(w, prefix, n_moe_layers, index));
+  // The benchmark's uniform routing (ModelOptions::routing_bias) takes the place of the router's own correction bias.
   if (routing_bias_.defined()) block.selection_bias = routing_bias_.select(0, index);
   return block;
 }

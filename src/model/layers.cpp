@@ -102,6 +102,8 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
     FT_RETURN_IF_ERROR(w.experts_to_store(prefix + ".experts", *store, moe_layer));
   } else {
     m.n_folded = folded_shared_experts(c, false);
+    if (m.n_folded > 0 && w.has(prefix + ".shared_expert_gate.weight"))
+      return unsupported(prefix + ": gated shared experts cannot ride with the routed ones");
     const std::string shared = prefix + ".shared_experts";
     FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d, shared, m.n_folded));
     FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter, shared, m.n_folded));
@@ -115,13 +117,15 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
   if (w.has(prefix + ".gate.e_score_correction_bias")) {
     FT_ASSIGN_OR_RETURN(m.selection_bias, w.get_f32(prefix + ".gate.e_score_correction_bias", {e}));
   }
-  for (const char* name : {".shared_expert", ".shared_experts"}) {
-    if (m.n_folded > 0 || !w.has(prefix + name + ".gate_proj.weight")) continue;
+  if (m.n_folded > 0) return m;
+  // Qwen's `shared_expert` always has its sigmoid gate (a missing one is an error); DeepSeek's `shared_experts` none.
+  if (w.has(prefix + ".shared_expert.gate_proj.weight")) {
     m.has_shared = true;
-    FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + name, d, c.shared_expert_intermediate_size));
-  }
-  if (m.has_shared && w.has(prefix + ".shared_expert_gate.weight")) {
+    FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + ".shared_expert", d, c.shared_expert_intermediate_size));
     FT_ASSIGN_OR_RETURN(m.shared_gate.w, w.get(prefix + ".shared_expert_gate.weight", {1, d}));
+  } else if (w.has(prefix + ".shared_experts.gate_proj.weight")) {
+    m.has_shared = true;
+    FT_ASSIGN_OR_RETURN(m.shared, DenseMlp::load(w, prefix + ".shared_experts", d, c.shared_expert_intermediate_size));
   }
   return m;
 }

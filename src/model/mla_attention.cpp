@@ -29,6 +29,7 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
     return invalid_argument(prefix +
                             ": multi-head latent attention needs positive qk_nope_head_dim, "
                             "qk_rope_head_dim, v_head_dim and kv_lora_rank");
+  if (c.attention_bias) return unsupported(prefix + ": multi-head latent attention with projection biases");
   const int64_t d = c.hidden_size, qk = a.nope + a.rope_dim;
   const std::string q_first = c.q_lora_rank > 0 ? ".q_a_proj.weight" : ".q_proj.weight";
   FT_ASSIGN_OR_RETURN(a.latent.w, w.stack_rows({prefix + q_first, prefix + ".kv_a_proj_with_mqa.weight"},

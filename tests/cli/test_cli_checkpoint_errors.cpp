@@ -99,6 +99,21 @@ TEST_F(CheckpointErrors, TensorShapeDisagreesWithConfig) {
   expect_error({"mlp.gate_proj.weight", "[128, 64]", "[96, 64]"});
 }
 
+// DeepSeek-V3's latent attention dims and expert groups are checked with the config, before any weight is read.
+TEST_F(CheckpointErrors, BadLatentDimsAndExpertGroupsNamed) {
+  const fs::path deepseek = fs::path(FT_TEST_DATA) / "models" / "deepseek_v3";
+  const auto fresh = [&] {
+    for (const char* f : {"config.json", "model.safetensors"})
+      fs::copy_file(deepseek / f, dir_ / f, fs::copy_options::overwrite_existing);
+  };
+  fresh();
+  patch("config.json", "\"v_head_dim\": 16", "\"v_head_dim\": -1");
+  expect_error({"config.json", "v_head_dim"});
+  fresh();
+  patch("config.json", "\"n_group\": 2", "\"n_group\": 3");
+  expect_error({"config.json", "n_group 3"});
+}
+
 TEST_F(CheckpointErrors, TruncatedSafetensors) {
   std::string s = read("model.safetensors");
   write("model.safetensors", s.substr(0, s.size() - 1000));
