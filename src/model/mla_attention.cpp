@@ -12,7 +12,11 @@ int64_t query_columns(const ModelConfig& c) { return c.q_lora_rank > 0 ? c.q_lor
 int64_t MlaAttention::scratch_width(const ModelConfig& c) {
   const int64_t latent = query_columns(c) + c.kv_lora_rank + c.qk_rope_head_dim;
   const int64_t queries = c.q_lora_rank > 0 ? c.n_head * qk_dim(c) : 0;
-  return latent + queries + c.n_head * (c.qk_nope_head_dim + c.v_head_dim) + c.n_head * qk_dim(c);
+  return latent + queries + c.n_head * qk_dim(c);
+}
+
+int64_t MlaAttention::output_width(const ModelConfig& c) {
+  return c.n_head * (c.qk_nope_head_dim + c.v_head_dim);  // kv_b's output first, then (narrower) the attention's
 }
 
 KvLayerShape MlaAttention::kv_shape(const ModelConfig& c) { return {c.n_head, qk_dim(c), c.v_head_dim}; }
@@ -83,7 +87,8 @@ Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const
   };
   const Tensor lat = take(latent.w.dim(0));                                             // [n, q_cols + kv_lora + rope]
   const Tensor q_rows = q_b.w.defined() ? take(n_head * qk) : lat.slice(1, 0, q_cols);  // [n, H qk]
-  const Tensor kv_rows = take(n_head * (nope + v_dim));                                 // [n, H (nope + v)]
+  // kv_b's output in the attention's output buffer: k_nope and v are stored before the attention writes there.
+  const Tensor kv_rows = rows(s.attn, n).slice(1, 0, n_head * (nope + v_dim));  // [n, H (nope + v)]
   FT_RETURN_IF_ERROR(latent.forward(c, in, lat));
   if (q_b.w.defined()) {
     const Tensor q_latent = lat.slice(1, 0, q_cols);  // [n, q_lora]
@@ -91,8 +96,15 @@ Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const
     FT_RETURN_IF_ERROR(q_b.forward(c, q_latent, q_rows));
   }
   const Tensor kv_latent = lat.slice(1, q_cols, kv_lora);  // [n, kv_lora]
-  FT_RETURN_IF_ERROR(c.ops.rms_norm(kv_latent, kv_a_norm, kv_latent, latent_norm, c.stream));
-  FT_RETURN_IF_ERROR(kv_b.forward(c, kv_latent, kv_rows));
+  if (kv_lora <= in.h.dim(1) && in.h.dtype == kv_latent.dtype) {
+    // The latent's norm inside kv_b's projection, its normed rows into the layer's input rows (read by nothing after
+    // the latent projection).
+    FT_RETURN_IF_ERROR(
+        kv_b.forward(c, LayerInput{in.h.slice(1, 0, kv_lora), kv_latent, {}, {}, kv_a_norm, latent_norm}, kv_rows));
+  } else {
+    FT_RETURN_IF_ERROR(c.ops.rms_norm(kv_latent, kv_a_norm, kv_latent, latent_norm, c.stream));
+    FT_RETURN_IF_ERROR(kv_b.forward(c, kv_latent, kv_rows));
+  }
 
   const Tensor q = split_heads(q_rows, n_head, qk);                                          // [n, H, qk]
   const Tensor k_rope = split_heads(lat.slice(1, q_cols + kv_lora, rope_dim), 1, rope_dim);  // [n, 1, rope]

@@ -26,14 +26,16 @@ struct MlaAttention {
   Tensor inv_freq;  // [rope_dim / 2] f32
   AttentionParams attn;
 
-  // Columns of LayerScratch::qkv a step uses: the latent, the queries (with q_lora_rank), kv_b's output, the keys
-  // (assembled there where the backend has no mla_rope_store).
+  // Columns of LayerScratch::qkv a step uses: the latent, the queries (with q_lora_rank), the keys (assembled there
+  // where the backend has no mla_rope_store).
   static int64_t scratch_width(const ModelConfig& c);
   // What the paged cache holds a token of this layer: n_head keys of nope + rope dims, values of v_head_dim.
   static KvLayerShape kv_shape(const ModelConfig& c);
-  // The rotated dims of q and k (qk_rope_head_dim) and the attention's output width (n_head * v_head_dim).
+  // The rotated dims of q and k (qk_rope_head_dim).
   static int64_t rot_dim(const ModelConfig& c) { return c.qk_rope_head_dim; }
-  static int64_t output_width(const ModelConfig& c) { return c.n_head * c.v_head_dim; }
+  // The attention's output buffer: kv_b's output (k_nope and v per head) until the keys are stored, then the
+  // attention's output (n_head * v_head_dim).
+  static int64_t output_width(const ModelConfig& c);
   static Result<MlaAttention> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
                                    const Tensor& inv_freq, float attention_factor);
   // out [n, d].
