@@ -22,6 +22,20 @@ std::string shape_str(const std::vector<int64_t>& s) {
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
 }
+
+// n elements of dtype `from` at element src_at of src, into dst from element dst_at on as dtype `to`.
+void convert_elements(DType from, const unsigned char* src, size_t src_at, DType to, unsigned char* dst, size_t dst_at,
+                      size_t n) {
+  if (from == to) {
+    std::memcpy(dst + dtype_bytes(to, dst_at), src + dtype_bytes(from, src_at), dtype_bytes(to, n));
+  } else if (from == DType::kBF16 && to == DType::kF32) {
+    const auto* s16 = reinterpret_cast<const uint16_t*>(src) + src_at;
+    auto* d32 = reinterpret_cast<float*>(dst) + dst_at;
+    for (size_t i = 0; i < n; ++i) d32[i] = bf16_to_f32(s16[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) store_from_f64(to, dst, dst_at + i, load_as_f64(from, src, src_at + i));
+  }
+}
 }  // namespace
 
 DType WeightLoader::target_dtype(DType stored) const {
@@ -115,33 +129,18 @@ size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsign
   const TensorInfo* info = checkpoint_.find(name, &file);
   size_t n = 1;
   for (int64_t s : info->shape) n *= static_cast<size_t>(s);
-  const unsigned char* src = file->tensor_data(*info);
-  if (info->dtype == dtype) {
-    std::memcpy(dst + dtype_bytes(dtype, at), src, info->nbytes);
-  } else if (info->dtype == DType::kBF16 && dtype == DType::kF32) {
-    const auto* s16 = reinterpret_cast<const uint16_t*>(src);
-    auto* d32 = reinterpret_cast<float*>(dst) + at;
-    for (size_t i = 0; i < n; ++i) d32[i] = bf16_to_f32(s16[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) store_from_f64(dtype, dst, at + i, load_as_f64(info->dtype, src, i));
-  }
+  convert_elements(info->dtype, file->tensor_data(*info), 0, dtype, dst, at, n);
   return n;
 }
 
 size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst, size_t at) const {
   const SafetensorsFile* file = nullptr;
   const TensorInfo* info = checkpoint_.find(b.name, &file);
-  const auto* src = file->tensor_data(*info);
   const size_t row_len = static_cast<size_t>(info->shape[1]), cols = static_cast<size_t>(b.cols);
-  for (int64_t r = 0; r < b.rows; ++r) {
-    const size_t from = static_cast<size_t>(b.row0 + r) * row_len + static_cast<size_t>(b.col0);
-    const size_t to = at + static_cast<size_t>(r) * cols;
-    if (info->dtype == dtype) {
-      std::memcpy(dst + dtype_bytes(dtype, to), src + dtype_bytes(dtype, from), dtype_bytes(dtype, cols));
-    } else {
-      for (size_t i = 0; i < cols; ++i) store_from_f64(dtype, dst, to + i, load_as_f64(info->dtype, src, from + i));
-    }
-  }
+  for (int64_t r = 0; r < b.rows; ++r)
+    convert_elements(info->dtype, file->tensor_data(*info),
+                     static_cast<size_t>(b.row0 + r) * row_len + static_cast<size_t>(b.col0), dtype, dst,
+                     at + static_cast<size_t>(r) * cols, cols);
   return static_cast<size_t>(b.rows) * cols;
 }
 
