@@ -110,9 +110,8 @@ Result<Specs> qwen3_5_moe_tensors(const ModelConfig& c, const std::string& model
 // first_k_dense_replace layers, routed experts with the router's correction bias plus the shared experts after them.
 Result<Specs> deepseek_v3_tensors(const ModelConfig& c) {
   const int64_t d = c.hidden_size, qk = c.qk_nope_head_dim + c.qk_rope_head_dim, h = c.n_head;
-  if (c.qk_nope_head_dim <= 0 || c.qk_rope_head_dim <= 0 || c.v_head_dim <= 0 || c.kv_lora_rank <= 0)
-    return invalid_argument(
-        "a DeepSeek-V3 config needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim and kv_lora_rank");
+  // parse_model_config has checked the latent dims of a config with kv_lora_rank.
+  if (c.kv_lora_rank <= 0) return invalid_argument("a DeepSeek-V3 config needs kv_lora_rank");
   Specs t;
   add_embedding(t, c, "model");
   for (int64_t l = 0; l < c.n_layer; ++l) {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "model/rope_freqs.h"
+
 namespace ft {
 namespace {
 int64_t qk_dim(const ModelConfig& c) { return c.qk_nope_head_dim + c.qk_rope_head_dim; }
@@ -29,10 +31,8 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
   a.nope = c.qk_nope_head_dim, a.rope_dim = c.qk_rope_head_dim, a.v_dim = c.v_head_dim;
   a.q_cols = query_columns(c);
   a.kv_lora = c.kv_lora_rank;
-  if (a.nope <= 0 || a.rope_dim <= 0 || a.v_dim <= 0 || a.kv_lora <= 0 || inv_freq.numel() * 2 != a.rope_dim)
-    return invalid_argument(prefix +
-                            ": multi-head latent attention needs positive qk_nope_head_dim, "
-                            "qk_rope_head_dim, v_head_dim and kv_lora_rank");
+  // parse_model_config has checked the latent dims of a config with kv_lora_rank.
+  if (a.kv_lora <= 0) return invalid_argument(prefix + ": multi-head latent attention needs kv_lora_rank");
   if (c.attention_bias) return unsupported(prefix + ": multi-head latent attention with projection biases");
   const int64_t d = c.hidden_size, qk = a.nope + a.rope_dim;
   const std::string q_first = c.q_lora_rank > 0 ? ".q_a_proj.weight" : ".q_proj.weight";
@@ -53,8 +53,8 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
   a.rope.attention_factor = attention_factor;
   a.inv_freq = inv_freq;
   double scale = 1.0 / std::sqrt(static_cast<double>(qk));
-  if (c.rope.type == "yarn" && c.rope.mscale_all_dim > 0 && c.rope.factor > 1) {
-    const double mscale = 0.1 * c.rope.mscale_all_dim * std::log(c.rope.factor) + 1.0;
+  if (c.rope.type == "yarn" && c.rope.mscale_all_dim > 0) {
+    const double mscale = yarn_mscale(c.rope.factor, c.rope.mscale_all_dim);
     scale *= mscale * mscale;
   }
   a.attn.scale = static_cast<float>(scale);

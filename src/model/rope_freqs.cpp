@@ -18,13 +18,13 @@ Status apply_yarn(const RopeConfig& rope, int64_t rot_dim, int64_t max_position_
                                                                     : static_cast<double>(max_position_embeddings);
   const double factor = rope.factor;
   if (!(factor > 0) || !(original > 0)) return invalid_argument("rope: yarn needs a positive factor and context");
-  const auto get_mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
   if (rope.attention_factor > 0)
     t.attention_factor = static_cast<float>(rope.attention_factor);
   else if (rope.mscale != 0 && rope.mscale_all_dim != 0)
-    t.attention_factor = static_cast<float>(get_mscale(factor, rope.mscale) / get_mscale(factor, rope.mscale_all_dim));
+    t.attention_factor =
+        static_cast<float>(yarn_mscale(factor, rope.mscale) / yarn_mscale(factor, rope.mscale_all_dim));
   else
-    t.attention_factor = static_cast<float>(get_mscale(factor, 1.0));
+    t.attention_factor = static_cast<float>(yarn_mscale(factor, 1.0));
 
   const double dim = static_cast<double>(rot_dim), base = rope.theta;
   const auto correction_dim = [&](double rotations) {
@@ -49,6 +49,8 @@ Status apply_yarn(const RopeConfig& rope, int64_t rot_dim, int64_t max_position_
 }
 
 }  // namespace
+
+double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
 
 Result<RopeTable> rope_table(const RopeConfig& rope, int64_t rot_dim, int64_t max_position_embeddings) {
   if (rot_dim <= 0 || rot_dim % 2) return invalid_argument("rope: rotary dimension " + std::to_string(rot_dim));
