@@ -249,14 +249,16 @@ struct OpTable {
 #define FT_DECLARE_OP(name) std::remove_pointer_t<decltype(::ft::OpTable::name)> name;
 // Every op of the table; a backend header says `namespace cpu { FT_DECLARE_OPS() }`. A backend defines
 // the ops it runs; its table leaves the others null.
-#define FT_DECLARE_OPS()                                                                                           \
-  FT_DECLARE_OP(embedding)                                                                                         \
-  FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm) FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope)             \
-      FT_DECLARE_OP(qk_norm_rope_store) FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add)            \
-          FT_DECLARE_OP(convert) FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route)         \
-              FT_DECLARE_OP(moe_experts) FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu)             \
-                  FT_DECLARE_OP(gated_delta_chunked) FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) \
-                      FT_DECLARE_OP(sigmoid_mul) FT_DECLARE_OP(sample) FT_DECLARE_OP(moe_cache_lookup)             \
-                          FT_DECLARE_OP(moe_cache_fill) FT_DECLARE_OP(moe_chunk_ids) FT_DECLARE_OP(mla_rope_store)
+// clang-format off
+#define FT_DECLARE_OPS()                                                                               \
+  FT_DECLARE_OP(embedding) FT_DECLARE_OP(matmul) FT_DECLARE_OP(rms_norm)                               \
+  FT_DECLARE_OP(add_rms_norm_matmul) FT_DECLARE_OP(rope) FT_DECLARE_OP(qk_norm_rope_store)             \
+  FT_DECLARE_OP(swiglu) FT_DECLARE_OP(softmax) FT_DECLARE_OP(add) FT_DECLARE_OP(convert)               \
+  FT_DECLARE_OP(kv_store) FT_DECLARE_OP(attention) FT_DECLARE_OP(moe_route) FT_DECLARE_OP(moe_experts) \
+  FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)     \
+  FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul)             \
+  FT_DECLARE_OP(sample) FT_DECLARE_OP(moe_cache_lookup) FT_DECLARE_OP(moe_cache_fill)                  \
+  FT_DECLARE_OP(moe_chunk_ids) FT_DECLARE_OP(mla_rope_store)
+// clang-format on
 
 }  // namespace ft
