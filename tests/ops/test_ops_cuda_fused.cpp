@@ -34,8 +34,8 @@ double tol_for(DType out, double f32_tol) { return out == DType::kBF16 ? kBf16To
 // matmul's (f32 1e-9; bf16 out or h: kBf16Tol). x, delta and out are column slices of wider rows. Batches of 1..4 rows
 // with bf16 weights take the fused GEMV (a block per 8 weight rows, each forming the normed rows; 130 rows: a last
 // block with idle warps; 5000: many blocks reading x while block 0 writes x_out and h), with and without delta, f32
-// and bf16 norm weights, zero-centred or not; the rest add, rms_norm and matmul (5 and 33 rows, f32 weights, a bias,
-// d = 20, f32 rows of 4096 past the shared memory at 3 and 4 rows).
+// and bf16 norm weights, zero-centred or not, with a bias (added to the fp32 sums); the rest add, rms_norm and matmul
+// (5 and 33 rows, f32 weights, d = 20, f32 rows of 4096 past the shared memory at 3 and 4 rows).
 TEST(OpsCuda, AddRmsNormMatmul) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);

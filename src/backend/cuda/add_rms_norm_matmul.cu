@@ -173,12 +173,13 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32/bf16
         return shape_error(op, "x_out, h and out must overlap neither each other nor x or delta");
   const size_t normed_bytes = static_cast<size_t>(n * d) * dtype_bytes(x.dtype, 1);
   const bool fused = n >= 1 && n <= kGemvMaxRows && (n == 1 || proj.dim(0) * d * 2 <= kMaxFusedProjBytes) &&
-                     proj.dim(0) > 0 && proj.dtype == DType::kBF16 && !bias.defined() && d % 8 == 0 &&
-                     normed_bytes <= kMaxNormedBytes && aligned16(w.data()) && rows_aligned16(x) &&
-                     rows_aligned16(delta) && rows_aligned16(x_out) && rows_aligned16(h) && rows_aligned16(proj);
+                     proj.dim(0) > 0 && proj.dtype == DType::kBF16 && d % 8 == 0 && normed_bytes <= kMaxNormedBytes &&
+                     aligned16(w.data()) && rows_aligned16(x) && rows_aligned16(delta) && rows_aligned16(x_out) &&
+                     rows_aligned16(h) && rows_aligned16(proj);
   if (!fused) return add_rms_norm_matmul_in_turn(cuda_op_table(), x, delta, w, x_out, h, proj, bias, out, p, s);
   const CudaStream& cs = cuda_stream(s);
-  const GemvArgs a{nullptr, 0, proj.data(), proj.stride[0], out.data(), out.stride[0], proj.dim(0), d};
+  GemvArgs a{nullptr, 0, proj.data(), proj.stride[0], out.data(), out.stride[0], proj.dim(0), d};
+  a.bias = bias.defined() ? bias.data() : nullptr, a.bias_bf16 = bias.dtype == DType::kBF16;
   const NormArgs na{x.data(),
                     x.stride[0],
                     delta.defined() ? delta.data() : nullptr,

@@ -19,7 +19,9 @@ struct GemvArgs {
   int64_t ldw;
   void* out;  // [N, m], row stride ldo
   int64_t ldo, m, k;
-  bool x_staged = false;  // gemv_kernel, N = 1: x copied into dynamic shared memory first
+  bool x_staged = false;       // gemv_kernel, N = 1: x copied into dynamic shared memory first
+  const void* bias = nullptr;  // [m], added to the fp32 sums before out's rounding, or null
+  bool bias_bf16 = false;
 };
 
 // Weight row j as seen by one lane: chunks c = lane + 32 u of 8 elements, B of them in flight before their
@@ -41,8 +43,8 @@ struct GemvRow {
   }
 };
 
-// out[r, j] = sum_c x[r, c] w[j, c] for the N rows of x (global or shared memory, row stride ldx), by the warp of
-// weight row j whose first batch (chunk lane) row.load_batch has loaded.
+// out[r, j] = sum_c x[r, c] w[j, c] (+ bias[j]) for the N rows of x (global or shared memory, row stride ldx), by the
+// warp of weight row j whose first batch (chunk lane) row.load_batch has loaded.
 template <class TX, class TW, class TO, int N, int B>
 __device__ __forceinline__ void gemv_finish_row(const GemvArgs& a, int64_t j, int lane, const TX* x, int64_t ldx,
                                                 GemvRow<TW, B, N == 1>& row) {
@@ -64,8 +66,11 @@ __device__ __forceinline__ void gemv_finish_row(const GemvArgs& a, int64_t j, in
   }
 #pragma unroll
   for (int r = 0; r < N; ++r) {
-    const float v = warp_sum(acc[r]);
-    if (lane == 0) static_cast<TO*>(a.out)[r * a.ldo + j] = from_f32<TO>(v);
+    float v = warp_sum(acc[r]);
+    if (lane != 0) continue;
+    if (a.bias)
+      v += a.bias_bf16 ? __bfloat162float(static_cast<const bf16*>(a.bias)[j]) : static_cast<const float*>(a.bias)[j];
+    static_cast<TO*>(a.out)[r * a.ldo + j] = from_f32<TO>(v);
   }
 }
 
