@@ -130,7 +130,7 @@ void bm_moe_decode(benchmark::State& state) {
         seen[e] = true;
       }
     state.ResumeTiming();
-    const Status st = ops.moe_experts(x, ids, weights, gate_up, down, out, ws, stream);
+    const Status st = ops.moe_experts(x, ids, weights, gate_up, down, out, ws, MoeExpertParams{}, stream);
     if (!st.ok()) state.SkipWithError(st.to_string().c_str());
     benchmark::DoNotOptimize(out.data());
   }

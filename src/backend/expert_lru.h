@@ -5,13 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/host_device.h"
 #include "backend/ops.h"
-
-#ifdef __CUDACC__
-#define FT_HOST_DEVICE __host__ __device__
-#else
-#define FT_HOST_DEVICE
-#endif
 
 namespace ft::expert_lru {
 

@@ -73,6 +73,24 @@ struct AttentionParams {
   Tensor sinks;        // optional [n_head] f32/bf16: a per-head logit that joins the softmax denominator
 };
 
+// The experts' activation h = f(gate, up), gate and up being an expert's gate and up rows times x (plus their bias).
+struct ExpertActivation {
+  enum Kind : int32_t {
+    kSwiglu,         // silu(gate) * up
+    kClampedSwiglu,  // gpt-oss: g = min(gate, limit), u = clamp(up, -limit, limit), (u + 1) * g * sigmoid(alpha * g)
+  };
+  Kind kind = kSwiglu;
+  float alpha = 1.702f, limit = 7.0f;  // kClampedSwiglu's
+};
+
+// What moe_experts applies beside the weights: the activation and each expert's biases, in the expert weights'
+// dtype; the expert dim may be strided as the weights' is (the records of an expert store or cache).
+struct MoeExpertParams {
+  ExpertActivation act;
+  Tensor gate_up_bias;  // [n_expert, 2 * inter] (gate's, then up's) or undefined
+  Tensor down_bias;     // [n_expert, d] or undefined
+};
+
 enum class RouterScoring { kSoftmax, kSigmoid };
 
 struct MoeRouteParams {
@@ -172,13 +190,15 @@ struct OpTable {
   // ids [n, k] i32; weights [n, k] f32.
   Status (*moe_route)(const Tensor& logits, const Tensor& bias, const Tensor& ids, const Tensor& weights,
                       const MoeRouteParams& p, Stream& s);
-  // out[t] = sum_j weights[t, j] * down[e] @ (silu(gate[e] @ x[t]) * (up[e] @ x[t])), e = ids[t, j]; a pair
-  // whose id is -1 contributes nothing (it is computed elsewhere).
+  // out[t] = sum_j weights[t, j] * (down[e] @ act(gate[e] @ x[t] + bg[e], up[e] @ x[t] + bu[e]) + bd[e]),
+  // e = ids[t, j], act and the biases bg, bu, bd (zero when undefined) from p; a pair whose id is -1 contributes
+  // nothing (it is computed elsewhere).
   // x [n, d] act; ids, weights [n, k]; gate_up [n_expert, 2 * inter, d] (gate rows, then up rows);
   // down [n_expert, d, inter]; out [n, d] act; workspace bytes from moe_workspace_bytes. The expert dim may be
   // strided (the records of an expert store or cache: gate_up and down views of one [n_expert, R] array).
   Status (*moe_experts)(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                        const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
+                        const Tensor& down, const Tensor& out, const Tensor& workspace, const MoeExpertParams& p,
+                        Stream& s);
   size_t (*moe_workspace_bytes)(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter);
   // Causal depthwise conv1d with a rolling state, then SiLU (prefill chunks and one-token steps alike).
   // x [n, c] act; w [c, kernel]; state [n_slots, kernel - 1, c] f32: the sequence's last kernel - 1 inputs, read

@@ -142,6 +142,36 @@ Result<Specs> deepseek_v3_tensors(const ModelConfig& c) {
   return t;
 }
 
+// gpt-oss: GQA attention with q/k/v/o biases and a sink logit per head, routed experts in every layer: a router
+// with a bias, and fused expert tensors (gate_up [E, d, 2 inter] with gate and up columns interleaved, down
+// [E, inter, d]) with biases.
+Specs gpt_oss_tensors(const ModelConfig& c) {
+  const int64_t d = c.hidden_size, hd = c.head_dim, e = c.n_expert, inter = c.moe_intermediate_size;
+  Specs t;
+  add_embedding(t, c, "model");
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".", a = p + "self_attn.", m = p + "mlp.";
+    t.push_back({p + "input_layernorm.weight", {d}, Init::kNorm});
+    t.push_back({p + "post_attention_layernorm.weight", {d}, Init::kNorm});
+    for (const char* proj : {"q", "k", "v"}) {
+      const int64_t rows = (*proj == 'q' ? c.n_head : c.n_kv_head) * hd;
+      t.push_back({a + proj + "_proj.weight", {rows, d}});
+      t.push_back({a + proj + "_proj.bias", {rows}});
+    }
+    t.push_back({a + "o_proj.weight", {d, c.n_head * hd}});
+    t.push_back({a + "o_proj.bias", {d}});
+    t.push_back({a + "sinks", {c.n_head}});
+    t.push_back({m + "router.weight", {e, d}});
+    t.push_back({m + "router.bias", {e}});
+    t.push_back({m + "experts.gate_up_proj", {e, d, 2 * inter}});
+    t.push_back({m + "experts.gate_up_proj_bias", {e, 2 * inter}});
+    t.push_back({m + "experts.down_proj", {e, inter, d}});
+    t.push_back({m + "experts.down_proj_bias", {e, d}});
+  }
+  add_head(t, c, "model", Init::kNorm);
+  return t;
+}
+
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -157,9 +187,10 @@ Result<std::vector<TensorSpec>> checkpoint_tensors(const ModelConfig& c) {
   // The multimodal layout keeps the text model under model.language_model (no vision tower is written).
   if (c.architecture == "Qwen3_5MoeForConditionalGeneration") return qwen3_5_moe_tensors(c, "model.language_model");
   if (c.architecture == "DeepseekV3ForCausalLM") return deepseek_v3_tensors(c);
+  if (c.architecture == "GptOssForCausalLM") return gpt_oss_tensors(c);
   return unsupported(
       "make-model writes Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5MoeForCausalLM, "
-      "Qwen3_5MoeForConditionalGeneration and DeepseekV3ForCausalLM checkpoints, not " +
+      "Qwen3_5MoeForConditionalGeneration, DeepseekV3ForCausalLM and GptOssForCausalLM checkpoints, not " +
       c.architecture);
 }
 

@@ -82,9 +82,9 @@ Status moe_route(const Tensor& logits, const Tensor& bias, const Tensor& ids, co
   return inner().moe_route(logits, bias, ids, w, p, s);
 }
 Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& w, const Tensor& gate_up, const Tensor& down,
-                   const Tensor& out, const Tensor& ws, Stream& s) {
+                   const Tensor& out, const Tensor& ws, const MoeExpertParams& p, Stream& s) {
   FT_RETURN_IF_ERROR(g_active->before("moe_experts"));
-  return inner().moe_experts(x, ids, w, gate_up, down, out, ws, s);
+  return inner().moe_experts(x, ids, w, gate_up, down, out, ws, p, s);
 }
 Status moe_cache_lookup(const Tensor& ids, const ExpertCacheTables& t, const Tensor& slot_ids, const Tensor& cpu_ids,
                         const Tensor& fills, const MoeCacheLookupParams& p, Stream& s) {

@@ -155,6 +155,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   r.get("topk_group", c.topk_group);
   r.get("routed_scaling_factor", c.routed_scaling_factor);
   r.get("scoring_func", c.scoring_func);
+  r.get("swiglu_limit", c.swiglu_limit);
   r.get("q_lora_rank", c.q_lora_rank);
   r.get("kv_lora_rank", c.kv_lora_rank);
   r.get("qk_nope_head_dim", c.qk_nope_head_dim);
@@ -197,6 +198,9 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     return corrupt_file(origin + ": layer_types has " + std::to_string(c.layer_types.size()) + " entries for " +
                         std::to_string(c.n_layer) + " layers");
   if (c.layer_types.empty()) c.layer_types.assign(static_cast<size_t>(c.n_layer), "full_attention");
+  // gpt-oss names its experts' width intermediate_size (it has no dense MLP).
+  if (c.architecture == "GptOssForCausalLM" && c.moe_intermediate_size == 0)
+    c.moe_intermediate_size = c.intermediate_size;
   if (c.n_expert > 0) {
     FT_RETURN_IF_ERROR(positive("num_experts_per_tok", c.n_expert_used));
     FT_RETURN_IF_ERROR(positive("moe_intermediate_size", c.moe_intermediate_size));

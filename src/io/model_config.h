@@ -60,6 +60,10 @@ struct ModelConfig {
   int64_t topk_group = 1;
   double routed_scaling_factor = 1.0;
   std::string scoring_func = "softmax";
+  // The experts' activation: "silu" (silu(gate) * up) or, set by the gpt-oss architecture, "clamped_swiglu"
+  // (ExpertActivation::kClampedSwiglu, clamped at swiglu_limit).
+  std::string expert_activation = "silu";
+  double swiglu_limit = 7.0;
 
   // Multi-head latent attention (DeepSeek).
   int64_t q_lora_rank = 0;

@@ -141,6 +141,8 @@ Result<MoeBlock> CausalLm::load_moe_block(WeightLoader& w, const std::string& pr
     shape.d = c.hidden_size;
     shape.inter = c.moe_intermediate_size;
     FT_ASSIGN_OR_RETURN(shape.dtype, w.expert_dtype(prefix + ".experts"));
+    shape.biases = w.experts_have_biases(prefix + ".experts");
+    shape.act = MoeBlock::activation(c);
     FT_ASSIGN_OR_RETURN(expert_store_, ExpertStore::create(shape));
   }
   if (index >= n_moe_layers) return internal_error("more MoE layers than the config has");

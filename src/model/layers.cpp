@@ -25,10 +25,9 @@ Result<GqaAttention> GqaAttention::load(WeightLoader& w, const std::string& pref
                                              prefix + ".v_proj.weight"},
                                             {q_rows, kv_rows, kv_rows}, d));
   if (c.attention_bias) {
-    FT_ASSIGN_OR_RETURN(a.qkv.b, w.stack_rows({prefix + ".q_proj.bias", prefix + ".k_proj.bias",
-                                               prefix + ".v_proj.bias"},
-                                              {q_rows, kv_rows, kv_rows}, 1));
-    a.qkv.b = a.qkv.b.reshape({q_rows + 2 * kv_rows});
+    FT_ASSIGN_OR_RETURN(a.qkv.b,
+                        w.stack_rows({prefix + ".q_proj.bias", prefix + ".k_proj.bias", prefix + ".v_proj.bias"},
+                                     {q_rows, kv_rows, kv_rows}, 0));
   }
   FT_ASSIGN_OR_RETURN(a.o.w, w.get(prefix + ".o_proj.weight", {d, q_rows}));
   if (c.attention_bias && w.has(prefix + ".o_proj.bias")) {
@@ -44,6 +43,9 @@ Result<GqaAttention> GqaAttention::load(WeightLoader& w, const std::string& pref
   a.inv_freq = inv_freq;
   a.attn.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
   if (c.layer_types[static_cast<size_t>(layer)] == "sliding_attention") a.attn.window = c.sliding_window;
+  if (w.has(prefix + ".sinks")) {
+    FT_ASSIGN_OR_RETURN(a.attn.sinks, w.get_f32(prefix + ".sinks", {a.n_head}));
+  }
   return a;
 }
 
@@ -92,11 +94,25 @@ int64_t MoeBlock::folded_shared_experts(const ModelConfig& c, bool experts_on_ho
   return c.shared_expert_intermediate_size == c.n_shared_expert * c.moe_intermediate_size ? c.n_shared_expert : 0;
 }
 
+ExpertActivation MoeBlock::activation(const ModelConfig& c) {
+  ExpertActivation a;
+  if (c.expert_activation == "clamped_swiglu") {
+    a.kind = ExpertActivation::kClampedSwiglu;
+    a.limit = static_cast<float>(c.swiglu_limit);
+  }
+  return a;
+}
+
 Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, ExpertStore* store,
                                 int64_t moe_layer) {
   MoeBlock m;
   const int64_t d = c.hidden_size, e = c.n_expert, inter = c.moe_intermediate_size;
-  FT_ASSIGN_OR_RETURN(m.router.w, w.get(prefix + ".gate.weight", {e, d}));
+  const std::string router = w.has(prefix + ".router.weight") ? prefix + ".router" : prefix + ".gate";
+  FT_ASSIGN_OR_RETURN(m.router.w, w.get(router + ".weight", {e, d}));
+  if (w.has(router + ".bias")) {
+    FT_ASSIGN_OR_RETURN(m.router.b, w.get(router + ".bias", {e}));
+  }
+  m.expert.act = activation(c);
   if (store) {
     m.moe_layer = moe_layer;
     FT_RETURN_IF_ERROR(w.experts_to_store(prefix + ".experts", *store, moe_layer));
@@ -107,6 +123,10 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
     const std::string shared = prefix + ".shared_experts";
     FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d, shared, m.n_folded));
     FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter, shared, m.n_folded));
+    if (w.experts_have_biases(prefix + ".experts")) {
+      FT_ASSIGN_OR_RETURN(m.expert.gate_up_bias, w.experts_gate_up_bias(prefix + ".experts", e, inter));
+      FT_ASSIGN_OR_RETURN(m.expert.down_bias, w.experts_down_bias(prefix + ".experts", e, d));
+    }
   }
   m.route.scoring = c.scoring_func == "sigmoid" ? RouterScoring::kSigmoid : RouterScoring::kSoftmax;
   m.route.n_expert_used = c.n_expert_used;
@@ -140,7 +160,7 @@ Status MoeBlock::forward(const LayerContext& c, const LayerScratch& s, const Lay
   FT_RETURN_IF_ERROR(
       c.ops.moe_route(logits, selection_bias, ids.slice(1, 0, k), weights.slice(1, 0, k), route, c.stream));
   if (moe_layer < 0) {
-    FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, c.stream));
+    FT_RETURN_IF_ERROR(c.ops.moe_experts(x, ids, weights, gate_up, down, out, s.moe_ws, expert, c.stream));
   } else if (c.experts) {
     FT_RETURN_IF_ERROR(c.experts->forward(c.stream, moe_layer, x, ids, weights, out, s.moe_ws));
   } else {

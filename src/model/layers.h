@@ -129,13 +129,15 @@ struct DenseMlp {
   Status forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in, const Tensor& out) const;
 };
 
-// Routed experts: router -> top-k (softmax or sigmoid scores, grouped as DeepSeek groups them) -> expert SwiGLU
-// FFNs, weighted sum; plus, when the checkpoint has one, a shared expert (Qwen: `shared_expert`, scaled by
-// sigmoid(shared_expert_gate(x)); DeepSeek: `shared_experts`, no gate).
+// Routed experts: router (`gate`, or gpt-oss's `router` with a bias) -> top-k (softmax or sigmoid scores, grouped as
+// DeepSeek groups them) -> expert SwiGLU FFNs (gpt-oss: clamped, with biases), weighted sum; plus, when the
+// checkpoint has one, a shared expert (Qwen: `shared_expert`, scaled by sigmoid(shared_expert_gate(x)); DeepSeek:
+// `shared_experts`, no gate).
 struct MoeBlock {
-  Linear router;   // [n_expert, d]
+  Linear router;   // [n_expert, d], bias [n_expert] or undefined
   Tensor gate_up;  // [n_expert, 2 * inter, d]; undefined when the experts live in a host expert store
   Tensor down;     // [n_expert, d, inter]
+  MoeExpertParams expert;  // the activation, and the biases of resident experts
   int64_t moe_layer = -1;  // the store's layer index when they do
   MoeRouteParams route;    // from the config: scoring_func, norm_topk_prob, n_group, topk_group, routed_scaling_factor
   Tensor selection_bias;   // [n_expert] f32 or undefined: added to the scores for the top-k choice only
@@ -151,6 +153,8 @@ struct MoeBlock {
   // How many shared experts a layer of config c folds into its routed experts (0: none, or they stay a dense MLP).
   // Not with the experts in a host expert store, which holds the routed experts only.
   static int64_t folded_shared_experts(const ModelConfig& c, bool experts_on_host);
+  // The experts' activation the config names (ModelConfig::expert_activation).
+  static ExpertActivation activation(const ModelConfig& c);
 
   // store: null to load the experts onto the backend, else into its records of layer moe_layer.
   static Result<MoeBlock> load(WeightLoader& w, const std::string& prefix, const ModelConfig& c,

@@ -18,6 +18,7 @@ void register_all() {
     register_qwen3_architectures();
     register_qwen3_5_moe_architectures();
     register_deepseek_v3_architectures();
+    register_gpt_oss_architectures();
     return true;
   }();
   (void)done;

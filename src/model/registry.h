@@ -23,5 +23,6 @@ std::vector<std::string> registered_architectures();
 void register_qwen3_architectures();
 void register_qwen3_5_moe_architectures();
 void register_deepseek_v3_architectures();
+void register_gpt_oss_architectures();
 
 }  // namespace ft

@@ -79,17 +79,23 @@ Result<Tensor> WeightLoader::stack_rows(const std::vector<std::string>& names, c
                                         int64_t cols) {
   int64_t total = 0;
   DType dtype = DType::kF32;
+  const auto shape = [&](int64_t r) { return cols == 0 ? std::vector<int64_t>{r} : std::vector<int64_t>{r, cols}; };
   for (size_t i = 0; i < names.size(); ++i) {
-    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names[i], {rows[i], cols}));
+    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(names[i], shape(rows[i])));
     if (i == 0) dtype = info->dtype;
     else if (info->dtype != dtype) dtype = DType::kF32;  // mixed: widen
     total += rows[i];
   }
-  return assemble(names, {total, cols}, target_dtype(dtype));
+  return assemble(names, shape(total), target_dtype(dtype));
 }
 
 Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
                                              const std::string& shared, int64_t n_shared) {
+  if (fused_experts(prefix)) {
+    if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
+    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
+    return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d}, target_dtype(info->dtype));
+  }
   std::vector<Block> blocks;
   DType dtype = DType::kF32;
   for (int64_t e = 0; e < n_expert; ++e)
@@ -110,6 +116,11 @@ Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t 
 
 Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter,
                                           const std::string& shared, int64_t n_shared) {
+  if (fused_experts(prefix)) {
+    if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
+    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".down_proj", {n_expert, inter, d}));
+    return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter}, target_dtype(info->dtype));
+  }
   std::vector<Block> blocks;
   DType dtype = DType::kF32;
   for (int64_t e = 0; e < n_expert; ++e) {
@@ -122,6 +133,34 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
     for (int64_t j = 0; j < n_shared; ++j) blocks.push_back({shared + ".down_proj.weight", 0, d, j * inter, inter});
   }
   return assemble(blocks, {n_expert + n_shared, d, inter}, target_dtype(dtype));
+}
+
+Result<Tensor> WeightLoader::experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter) {
+  FT_RETURN_IF_ERROR(checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}).status());
+  FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+  return assemble_fused(prefix + ".gate_up_proj_bias", true, {n_expert, 2 * inter}, dtype);
+}
+
+Result<Tensor> WeightLoader::experts_down_bias(const std::string& prefix, int64_t n_expert, int64_t d) {
+  FT_RETURN_IF_ERROR(checked(prefix + ".down_proj_bias", {n_expert, d}).status());
+  FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+  return assemble({prefix + ".down_proj_bias"}, {n_expert, d}, dtype);
+}
+
+size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, bool deinterleave, DType dtype,
+                                         unsigned char* dst, size_t at) const {
+  const SafetensorsFile* file = nullptr;
+  const TensorInfo* info = checkpoint_.find(name, &file);
+  const bool matrix = info->shape.size() == 3;
+  const auto R = static_cast<size_t>(matrix ? info->shape[1] : 1), C = static_cast<size_t>(info->shape.back());
+  const unsigned char* src = file->tensor_data(*info);
+  const size_t base = static_cast<size_t>(e) * R * C;
+  for (size_t j = 0; j < C; ++j) {
+    const size_t col = !deinterleave ? j : j < C / 2 ? 2 * j : 2 * (j - C / 2) + 1;
+    for (size_t r = 0; r < R; ++r)
+      convert_elements(info->dtype, src, base + r * C + col, dtype, dst, at + j * R + r, 1);
+  }
+  return R * C;
 }
 
 size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const {
@@ -145,29 +184,53 @@ size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst,
 }
 
 Result<DType> WeightLoader::expert_dtype(const std::string& prefix) const {
-  const TensorInfo* info = checkpoint_.find(prefix + ".0.gate_proj.weight");
-  if (!info) return not_found(checkpoint_.dir() + ": tensor '" + prefix + ".0.gate_proj.weight' not found in the checkpoint");
+  const std::string name = fused_experts(prefix) ? prefix + ".gate_up_proj" : prefix + ".0.gate_proj.weight";
+  const TensorInfo* info = checkpoint_.find(name);
+  if (!info) return not_found(checkpoint_.dir() + ": tensor '" + name + "' not found in the checkpoint");
   return target_dtype(info->dtype);
 }
 
 Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer) {
   const ExpertShape& sh = store.shape();
-  std::vector<std::string> names;  // per expert: gate, up, down
-  for (int64_t e = 0; e < sh.n_expert; ++e)
-    for (const char* part : {"gate_proj", "up_proj", "down_proj"}) {
-      names.push_back(prefix + "." + std::to_string(e) + "." + part + ".weight");
-      const bool down = part[0] == 'd';
-      FT_RETURN_IF_ERROR(checked(names.back(), down ? std::vector<int64_t>{sh.d, sh.inter}
-                                                    : std::vector<int64_t>{sh.inter, sh.d})
-                             .status());
+  const bool fused = fused_experts(prefix);
+  if (sh.biases != experts_have_biases(prefix))
+    return corrupt_file(checkpoint_.dir() + ": the experts under '" + prefix +
+                        "' differ from the first MoE layer's in having biases");
+  std::vector<std::string> names;  // fused: gate_up, down (and their biases); else per expert: gate, up, down
+  if (fused) {
+    for (const auto& [part, shape] :
+         {std::pair<std::string, std::vector<int64_t>>{".gate_up_proj", {sh.n_expert, sh.d, 2 * sh.inter}},
+          {".down_proj", {sh.n_expert, sh.inter, sh.d}},
+          {".gate_up_proj_bias", {sh.n_expert, 2 * sh.inter}},
+          {".down_proj_bias", {sh.n_expert, sh.d}}}) {
+      if (names.size() == 2 && !sh.biases) break;
+      names.push_back(prefix + part);
+      FT_RETURN_IF_ERROR(checked(names.back(), shape).status());
     }
-  // Large parallel reads: each thread copies whole experts out of the mapped checkpoint into their records.
+  } else {
+    if (sh.biases) return unsupported(prefix + ": expert biases need the fused expert tensors");
+    for (int64_t e = 0; e < sh.n_expert; ++e)
+      for (const char* part : {"gate_proj", "up_proj", "down_proj"}) {
+        names.push_back(prefix + "." + std::to_string(e) + "." + part + ".weight");
+        const bool down = part[0] == 'd';
+        FT_RETURN_IF_ERROR(
+            checked(names.back(), down ? std::vector<int64_t>{sh.d, sh.inter} : std::vector<int64_t>{sh.inter, sh.d})
+                .status());
+      }
+  }
+  // Large parallel reads: each thread copies whole experts out of the mapped checkpoint into their records, in the
+  // record's order: gate_up, down, then the biases.
   std::atomic<int64_t> next{0};
   auto worker = [&] {
     for (int64_t e = next++; e < sh.n_expert; e = next++) {
       auto* dst = static_cast<unsigned char*>(store.record(moe_layer, e));
       size_t at = 0;
-      for (int part = 0; part < 3; ++part) at += copy_converted(names[static_cast<size_t>(3 * e + part)], sh.dtype, dst, at);
+      if (fused) {
+        for (size_t i = 0; i < names.size(); ++i) at += copy_expert_columns(names[i], e, i % 2 == 0, sh.dtype, dst, at);
+      } else {
+        for (int part = 0; part < 3; ++part)
+          at += copy_converted(names[static_cast<size_t>(3 * e + part)], sh.dtype, dst, at);
+      }
     }
   };
   const int n_threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
@@ -188,10 +251,16 @@ Result<Tensor> WeightLoader::assemble(const std::vector<std::string>& names, std
   return assemble(blocks, std::move(shape), dtype);
 }
 
+namespace {
+size_t numel_of(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t s : shape) n *= static_cast<size_t>(s);
+  return n;
+}
+}  // namespace
+
 Result<Tensor> WeightLoader::assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype) {
-  int64_t numel = 1;
-  for (int64_t s : shape) numel *= s;
-  FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, static_cast<size_t>(numel)), false));
+  FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, numel_of(shape)), false));
   auto* dst = static_cast<unsigned char*>(host->data());
   size_t at = 0;  // elements written
   for (size_t i = 0; i < blocks.size(); ++i) {
@@ -201,7 +270,21 @@ Result<Tensor> WeightLoader::assemble(const std::vector<Block>& blocks, std::vec
                                                   [&](const Block& o) { return o.name == b.name; });
     if (first) done(b.name, checkpoint_.find(b.name)->nbytes);  // a tensor split into blocks counts once
   }
-  Tensor host_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), host);
+  return place(std::move(host), shape, dtype);
+}
+
+Result<Tensor> WeightLoader::assemble_fused(const std::string& name, bool deinterleave, std::vector<int64_t> shape,
+                                            DType dtype) {
+  FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, numel_of(shape)), false));
+  auto* dst = static_cast<unsigned char*>(host->data());
+  size_t at = 0;
+  for (int64_t e = 0; e < shape[0]; ++e) at += copy_expert_columns(name, e, deinterleave, dtype, dst, at);
+  done(name, checkpoint_.find(name)->nbytes);
+  return place(std::move(host), shape, dtype);
+}
+
+Result<Tensor> WeightLoader::place(std::shared_ptr<Buffer> host, const std::vector<int64_t>& shape, DType dtype) {
+  Tensor host_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), std::move(host));
   if (backend_.device().is_cpu()) return host_tensor;
   FT_ASSIGN_OR_RETURN(auto dev, backend_.allocate(host_tensor.nbytes()));
   Tensor dev_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), dev);

@@ -24,21 +24,29 @@ class WeightLoader {
   Result<Tensor> get(const std::string& name, std::vector<int64_t> shape);
   // One tensor as f32 whatever its stored dtype (small parameters an op takes in f32: router biases).
   Result<Tensor> get_f32(const std::string& name, std::vector<int64_t> shape);
-  // Several [rows_i, cols] tensors stacked into one [sum rows_i, cols] (e.g. q, k, v -> qkv).
+  // Several [rows_i, cols] tensors stacked into one [sum rows_i, cols] (e.g. q, k, v -> qkv); with cols 0, several
+  // [rows_i] vectors into one [sum rows_i] (their biases).
   Result<Tensor> stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols);
-  // The experts of one MoE layer under `prefix` (".../mlp.experts"), from per-expert
-  // `prefix.E.{gate,up,down}_proj.weight` tensors: gate_up [n_expert, 2 * inter, d] (gate rows, then
-  // up rows) and down [n_expert, d, inter]. With n_shared > 0, the dense MLP `shared`.{gate,up,down}_proj of
-  // n_shared * inter rows follows as n_shared more experts, each its next inter rows of gate and up and columns of
-  // down (an MLP is the sum of those slices' MLPs): [n_expert + n_shared, ...].
+  // The experts of one MoE layer under `prefix` (".../mlp.experts"): gate_up [n_expert, 2 * inter, d] (gate rows,
+  // then up rows) and down [n_expert, d, inter]. From per-expert `prefix.E.{gate,up,down}_proj.weight` tensors, or
+  // from gpt-oss's fused `prefix.gate_up_proj` [n_expert, d, 2 * inter] (gate and up columns interleaved) and
+  // `prefix.down_proj` [n_expert, inter, d], transposed. With n_shared > 0 (per-expert tensors only), the dense MLP
+  // `shared`.{gate,up,down}_proj of n_shared * inter rows follows as n_shared more experts, each its next inter rows
+  // of gate and up and columns of down (an MLP is the sum of those slices' MLPs): [n_expert + n_shared, ...].
   Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
                                  const std::string& shared = "", int64_t n_shared = 0);
   Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter,
                               const std::string& shared = "", int64_t n_shared = 0);
+  // Whether the experts under `prefix` have biases (gpt-oss's `prefix.gate_up_proj_bias` [n_expert, 2 * inter],
+  // interleaved as its weights, and `prefix.down_proj_bias` [n_expert, d]), and those biases in the experts' dtype:
+  // gate_up's [n_expert, 2 * inter] (gate's, then up's) and down's [n_expert, d].
+  bool experts_have_biases(const std::string& prefix) const { return has(prefix + ".gate_up_proj_bias"); }
+  Result<Tensor> experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter);
+  Result<Tensor> experts_down_bias(const std::string& prefix, int64_t n_expert, int64_t d);
   // The dtype experts under `prefix` are kept in (as target_dtype picks it for the backend).
   Result<DType> expert_dtype(const std::string& prefix) const;
-  // The same experts into the records of moe layer `moe_layer` of a host expert store (converted to its dtype),
-  // read by several threads at once.
+  // The same experts (and their biases, where the store's shape has them) into the records of moe layer `moe_layer`
+  // of a host expert store (converted to its dtype), read by several threads at once.
   Status experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer);
   // Bytes placed on the backend (what the memory plan counts; the expert store is host memory).
   size_t loaded_bytes() const { return loaded_bytes_; }
@@ -56,11 +64,21 @@ class WeightLoader {
   // Copies (converting) each source into consecutive rows of one new tensor of `shape`.
   Result<Tensor> assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype);
   Result<Tensor> assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype);
+  // Every expert of a fused [n_expert, R, C] (or [n_expert, C]: R = 1) tensor, transposed by copy_expert_columns, as
+  // one new tensor [n_expert, C, R] (the 2-d form: [n_expert, C]).
+  Result<Tensor> assemble_fused(const std::string& name, bool deinterleave, std::vector<int64_t> shape, DType dtype);
+  // A host tensor placed on the backend (itself on a host backend).
+  Result<Tensor> place(std::shared_ptr<Buffer> host, const std::vector<int64_t>& shape, DType dtype);
   void done(const std::string& name, size_t bytes);
   // Copies tensor `name` into dst from element `at` on, converting to dtype; returns its element count.
   size_t copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const;
   // The same for a block of a 2-D tensor, row by row.
   size_t copy_block(const Block& b, DType dtype, unsigned char* dst, size_t at) const;
+  // Expert e of a fused tensor [n_expert, R, C] (or [n_expert, C]: R = 1) transposed: C rows of R, row j being
+  // column j of the expert's matrix, or with `deinterleave` column 2j for j < C / 2 and 2 (j - C / 2) + 1 after.
+  size_t copy_expert_columns(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
+                             size_t at) const;
+  bool fused_experts(const std::string& prefix) const { return has(prefix + ".gate_up_proj"); }
 
   const SafetensorsArchive& checkpoint_;
   Backend& backend_;

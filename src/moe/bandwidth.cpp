@@ -88,7 +88,8 @@ Result<double> measure_cpu_experts(const ExpertShape& shape, int64_t k, int64_t 
   const int reps = 40;
   return timed_gbps(*cpu, bytes, reps, [&](int rep) {
     for (int64_t j = 0; j < k; ++j) ids.ptr<int32_t>()[j] = static_cast<int32_t>((rep * k + j) % n_records);
-    return cpu->ops().moe_experts(x, ids, w, store->gate_up(0), store->down(0), out, ws, cpu->stream());
+    return cpu->ops().moe_experts(x, ids, w, store->gate_up(0), store->down(0), out, ws, store->params(0),
+                                  cpu->stream());
   });
 }
 

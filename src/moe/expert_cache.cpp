@@ -33,7 +33,7 @@ bool has_cpu_side(const ExpertCacheOptions& o) { return o.backend == MoeBackend:
 }  // namespace
 
 uint64_t ExpertCache::slot_bytes(const ExpertShape& s) {
-  const uint64_t weights = dtype_bytes(s.dtype, static_cast<size_t>(3 * s.inter * s.d));
+  const uint64_t weights = dtype_bytes(s.dtype, static_cast<size_t>(s.record_elements()));
   return (weights + ExpertStore::kRecordAlign - 1) / ExpertStore::kRecordAlign * ExpertStore::kRecordAlign + 12;
 }
 
@@ -203,7 +203,8 @@ Status ExpertCache::forward_slots(Stream& s, int64_t layer, const Tensor& x, con
     FT_RETURN_IF_ERROR(ops().moe_cache_fill(store_.device_records(), pool_, fills, tables_.key_of,
                                             fill_timing_.select(0, layer), s));
   FT_RETURN_IF_ERROR(ops().moe_experts(x, slot_ids, weights, store_.gate_up_view(pool_, 0, options_.n_slots),
-                                       store_.down_view(pool_, 0, options_.n_slots), out, workspace, s));
+                                       store_.down_view(pool_, 0, options_.n_slots), out, workspace,
+                                       store_.params_view(pool_, 0, options_.n_slots), s));
   if (!cpu_side) return ok_status();
   FT_ASSIGN_OR_RETURN(auto cpu_done, device_.record(*side_));
   FT_RETURN_IF_ERROR(device_.wait(s, *cpu_done));
@@ -223,9 +224,9 @@ void ExpertCache::compute_on_cpu(int64_t layer, int64_t n) {
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const Status st = cpu_->ops().moe_experts(rows(x_host_, n), rows(cpu_ids_host_, n), rows(w_host_, n),
-                                            store_.gate_up(layer), store_.down(layer), rows(y_host_, n), cpu_ws_,
-                                            cpu_->stream());
+  const Status st =
+      cpu_->ops().moe_experts(rows(x_host_, n), rows(cpu_ids_host_, n), rows(w_host_, n), store_.gate_up(layer),
+                              store_.down(layer), rows(y_host_, n), cpu_ws_, store_.params(layer), cpu_->stream());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(g_cpu_status_mutex);
   cpu_ms_[static_cast<size_t>(layer)] += ms;
@@ -284,7 +285,8 @@ Status ExpertCache::forward_streamed(Stream& s, int64_t layer, const Tensor& x, 
     FT_RETURN_IF_ERROR(ops().moe_chunk_ids(ids, first, count, local_ids, s));
     const Tensor dst = c == 0 ? out : rows(chunk_out_, n);
     FT_RETURN_IF_ERROR(ops().moe_experts(x, local_ids, weights, store_.gate_up_view(ring_[b], 0, count),
-                                         store_.down_view(ring_[b], 0, count), dst, workspace, s));
+                                         store_.down_view(ring_[b], 0, count), dst, workspace,
+                                         store_.params_view(ring_[b], 0, count), s));
     if (c > 0) FT_RETURN_IF_ERROR(ops().add(out, dst, out, s));
     FT_ASSIGN_OR_RETURN(ring_free_[b], device_.record(s));
     ring_head_ = (ring_head_ + 1) % B;

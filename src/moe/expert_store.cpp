@@ -16,7 +16,7 @@ class AnonymousMemory final : public Buffer {
 
 Result<std::unique_ptr<ExpertStore>> ExpertStore::create(const ExpertShape& s) {
   if (s.n_layers <= 0 || s.n_expert <= 0 || s.d <= 0 || s.inter <= 0) return invalid_argument("expert store: empty shape");
-  const size_t weights = dtype_bytes(s.dtype, static_cast<size_t>(3 * s.inter * s.d));
+  const size_t weights = dtype_bytes(s.dtype, static_cast<size_t>(s.record_elements()));
   const size_t record = (weights + kRecordAlign - 1) / kRecordAlign * kRecordAlign;
   const size_t bytes = record * static_cast<size_t>(s.n_layers * s.n_expert);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -54,6 +54,20 @@ Tensor ExpertStore::gate_up_view(const Tensor& recs, int64_t first, int64_t n) c
 
 Tensor ExpertStore::down_view(const Tensor& recs, int64_t first, int64_t n) const {
   return view(recs, first, n < 0 ? shape_.n_expert : n, 2 * shape_.inter * shape_.d, shape_.d, shape_.inter);
+}
+
+Tensor ExpertStore::bias_view(const Tensor& recs, int64_t first, int64_t n, int64_t part_offset, int64_t len) const {
+  return view(recs, first, n, part_offset, 1, len).select(1, 0);  // [n, len]
+}
+
+MoeExpertParams ExpertStore::params_view(const Tensor& recs, int64_t first, int64_t n) const {
+  MoeExpertParams p;
+  p.act = shape_.act;
+  if (!shape_.biases) return p;
+  const int64_t count = n < 0 ? shape_.n_expert : n, weights = 3 * shape_.inter * shape_.d;
+  p.gate_up_bias = bias_view(recs, first, count, weights, 2 * shape_.inter);
+  p.down_bias = bias_view(recs, first, count, weights + 2 * shape_.inter, shape_.d);
+  return p;
 }
 
 Status ExpertStore::pin(Backend& backend) {

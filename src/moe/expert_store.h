@@ -1,5 +1,6 @@
 // ExpertStore: every routed expert of every MoE layer in host RAM, one aligned record per expert so that a miss
-// is one copy: gate rows then up rows (the fused gate_up [2 inter, d]), then down [d, inter], in the weight dtype.
+// is one copy: gate rows then up rows (the fused gate_up [2 inter, d]), then down [d, inter], then, for experts with
+// biases, gate_up's [2 inter] and down's [d], all in the weight dtype.
 // Records are layer-major (key = moe_layer * n_expert + expert), so one layer's experts are one contiguous range.
 #pragma once
 
@@ -15,6 +16,10 @@ struct ExpertShape {
   int64_t d = 0;      // hidden size
   int64_t inter = 0;  // expert intermediate size
   DType dtype = DType::kBF16;
+  bool biases = false;
+  ExpertActivation act;
+
+  int64_t record_elements() const { return 3 * inter * d + (biases ? 2 * inter + d : 0); }
 };
 
 class ExpertStore {
@@ -39,6 +44,9 @@ class ExpertStore {
   // [first, first + n) as experts.
   Tensor gate_up_view(const Tensor& recs, int64_t first_record, int64_t n = -1) const;
   Tensor down_view(const Tensor& recs, int64_t first_record, int64_t n = -1) const;
+  // moe_experts' parameters for those experts: the activation, and views of the biases where the experts have them.
+  MoeExpertParams params_view(const Tensor& recs, int64_t first_record, int64_t n = -1) const;
+  MoeExpertParams params(int64_t layer) const { return params_view(records_, layer * shape_.n_expert); }
 
   // Page-locks the records and maps them for `backend` (once): device_records() is then [n_keys, R] u8 that the
   // device reads over PCIe.
@@ -48,6 +56,7 @@ class ExpertStore {
  private:
   ExpertStore(const ExpertShape& shape, size_t record_bytes, std::shared_ptr<Buffer> host);
   Tensor view(const Tensor& recs, int64_t first, int64_t n, int64_t part_offset, int64_t rows, int64_t cols) const;
+  Tensor bias_view(const Tensor& recs, int64_t first, int64_t n, int64_t part_offset, int64_t len) const;
 
   ExpertShape shape_;
   size_t record_bytes_;

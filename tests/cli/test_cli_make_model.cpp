@@ -93,6 +93,8 @@ TEST_F(MakeModel, Qwen35MoeHasTheFixtureLayoutAndLoads) { expect_fixture_layout(
 // Latent attention with q_lora, a dense first layer, the router's correction bias and a shared expert.
 TEST_F(MakeModel, DeepseekV3HasTheFixtureLayoutAndLoads) { expect_fixture_layout(kFixtures / "deepseek_v3", "3"); }
 
+TEST_F(MakeModel, GptOssHasTheFixtureLayoutAndLoads) { expect_fixture_layout(kFixtures / "gpt_oss", "4"); }
+
 TEST_F(MakeModel, Qwen35MoeMultimodalLayoutLoads) {
   // Qwen3_5MoeForConditionalGeneration keeps the text config under text_config and the text model under
   // model.language_model; --layers 8 repeats the 3:1 layer_types pattern.

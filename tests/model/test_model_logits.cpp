@@ -108,5 +108,17 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"models_yarn/deepseek_v3", "cpu", 1}, Case{"models_yarn/deepseek_v3", "cpu", 5}),
     case_name);
 
+// Attention sinks, sliding-window layers (window 8) between full ones, q/k/v/o biases, YaRN rope (factor 32, not
+// truncated), a router with a bias and softmax over the top-k logits, experts with biases and the clamped SwiGLU,
+// fused and interleaved in the checkpoint. models_alt: hidden 96, vocab 1000 (seed 777).
+INSTANTIATE_TEST_SUITE_P(GptOss, ModelLogits,
+                         testing::Values(Case{"models/gpt_oss", "ref", 0}, Case{"models/gpt_oss", "cpu", 0},
+                                         Case{"models/gpt_oss", "cpu", 1}, Case{"models/gpt_oss", "cpu", 5},
+                                         Case{"models/gpt_oss", "cpu", 16}, Case{"models_alt/gpt_oss", "ref", 0},
+                                         Case{"models_alt/gpt_oss", "cpu", 0}, Case{"models_alt/gpt_oss", "cpu", 1},
+                                         Case{"models_alt/gpt_oss", "cpu", 5},
+                                         Case{"models/gpt_oss", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096}),
+                         case_name);
+
 }  // namespace
 }  // namespace ft

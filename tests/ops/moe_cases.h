@@ -71,10 +71,12 @@ inline RouteProblem make_route_problem(const OpTable& ref, Stream& ref_stream, c
 struct ExpertCase {
   int64_t n, n_expert, k, d, inter;
   DType wd;
+  bool gpt_oss = false;  // gpt-oss's experts: biases and the clamped SwiGLU
 };
 
 struct ExpertProblem {
   Tensor x, ids, weights, gate_up, down;  // x [n, d] act; ids, weights [n, k]; experts in the case's dtype
+  MoeExpertParams params;                 // gpt-oss cases: the clamped activation, biases in the experts' dtype
   Tensor want;                            // [n, d] f64 from the ref op
   std::string label;
 };
@@ -94,12 +96,18 @@ inline ExpertProblem make_expert_problem(const OpTable& ref, Stream& ref_stream,
     std::shuffle(experts.begin(), experts.end(), rng);  // k distinct experts per token
     for (int64_t j = 0; j < c.k; ++j) set_value(e.ids, t * c.k + j, experts[static_cast<size_t>(j)]);
   }
+  if (c.gpt_oss) {  // biases wide enough that gate and up often pass the clamp's limit of 7
+    e.params.act.kind = ExpertActivation::kClampedSwiglu;
+    e.params.gate_up_bias = make_tensor(c.wd, {c.n_expert, 2 * c.inter});
+    e.params.down_bias = make_tensor(c.wd, {c.n_expert, c.d});
+    fill_normal(e.params.gate_up_bias, 115, 6.0), fill_normal(e.params.down_bias, 116, 1.0);
+  }
   Tensor ws = make_tensor(DType::kU8, {static_cast<int64_t>(ref.moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
   e.want = make_tensor(DType::kF64, {c.n, c.d});
-  FT_CHECK(ref.moe_experts(e.x, e.ids, e.weights, e.gate_up, e.down, e.want, ws, ref_stream).ok());
-  e.label = std::string("moe_experts x ") + dtype_name(act) + " n=" + std::to_string(c.n) + " E=" +
-            std::to_string(c.n_expert) + " k=" + std::to_string(c.k) + " d=" + std::to_string(c.d) + " inter=" +
-            std::to_string(c.inter) + " " + dtype_name(c.wd);
+  FT_CHECK(ref.moe_experts(e.x, e.ids, e.weights, e.gate_up, e.down, e.want, ws, e.params, ref_stream).ok());
+  e.label = std::string("moe_experts x ") + dtype_name(act) + " n=" + std::to_string(c.n) +
+            " E=" + std::to_string(c.n_expert) + " k=" + std::to_string(c.k) + " d=" + std::to_string(c.d) +
+            " inter=" + std::to_string(c.inter) + " " + dtype_name(c.wd) + (c.gpt_oss ? " gpt-oss" : "");
   return e;
 }
 

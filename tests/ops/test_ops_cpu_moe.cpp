@@ -30,16 +30,19 @@ TEST(OpsCpu, MoeRoute) {
 TEST(OpsCpu, MoeExperts) {
   OpEnv env;
   const ExpertCase cases[] = {
-      {1, 8, 1, 64, 32, DType::kF32},     {1, 8, 2, 17, 33, DType::kBF16},   {3, 128, 8, 256, 96, DType::kBF16},
-      {7, 8, 2, 64, 48, DType::kBF16},    {33, 8, 2, 64, 48, DType::kF32},   {33, 128, 8, 64, 32, DType::kBF16},
-      {33, 8, 8, 100, 40, DType::kBF16},
+      {1, 8, 1, 64, 32, DType::kF32},        {1, 8, 2, 17, 33, DType::kBF16},
+      {3, 128, 8, 256, 96, DType::kBF16},    {7, 8, 2, 64, 48, DType::kBF16},
+      {33, 8, 2, 64, 48, DType::kF32},       {33, 128, 8, 64, 32, DType::kBF16},
+      {33, 8, 8, 100, 40, DType::kBF16},     {1, 8, 2, 64, 32, DType::kBF16, true},
+      {9, 16, 4, 72, 40, DType::kF32, true}, {33, 32, 4, 64, 48, DType::kBF16, true},
   };
   for (const ExpertCase& c : cases) {
     const ExpertProblem e = make_expert_problem(env.ref, env.ref_stream, c, DType::kF32);
     Tensor ws = make_tensor(DType::kU8, {static_cast<int64_t>(env.cpu.moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
     Tensor got = make_tensor(DType::kF32, {c.n, c.d});
     for_each_isa([&](const std::string& isa) {
-      ASSERT_TRUE(env.cpu.moe_experts(e.x, e.ids, e.weights, e.gate_up, e.down, got, ws, env.cpu_stream).ok());
+      ASSERT_TRUE(
+          env.cpu.moe_experts(e.x, e.ids, e.weights, e.gate_up, e.down, got, ws, e.params, env.cpu_stream).ok());
       expect_close(got, e.want, 1e-9, e.label + isa);
     });
   }

@@ -102,21 +102,40 @@ TEST(OpsCuda, MoeExperts) {
   // token with bf16 weights takes the kernels that read their weights once, Qwen3-30B-A3B's layer among them);
   // larger n: the grouped GEMM (tensor cores in bf16 past 32 tokens). d, inter multiples of 8 take 16-byte loads.
   const ExpertCase cases[] = {
-      {1, 8, 1, 64, 32, DType::kF32},      {1, 8, 2, 17, 33, DType::kBF16},   {3, 128, 8, 256, 96, DType::kBF16},
-      {7, 8, 2, 64, 48, DType::kBF16},     {33, 8, 2, 64, 48, DType::kF32},   {33, 128, 8, 64, 32, DType::kBF16},
-      {33, 8, 8, 100, 40, DType::kBF16},   {70, 16, 4, 96, 72, DType::kBF16}, {2, 128, 8, 2048, 768, DType::kBF16},
-      {9, 8, 2, 17, 33, DType::kF32},      {2, 32, 10, 64, 40, DType::kBF16}, {1, 64, 36, 32, 16, DType::kBF16},
-      {1, 16, 8, 2048, 768, DType::kBF16}, {1, 8, 2, 64, 32, DType::kBF16},   {1, 8, 3, 40, 24, DType::kBF16},
+      {1, 8, 1, 64, 32, DType::kF32},
+      {1, 8, 2, 17, 33, DType::kBF16},
+      {3, 128, 8, 256, 96, DType::kBF16},
+      {7, 8, 2, 64, 48, DType::kBF16},
+      {33, 8, 2, 64, 48, DType::kF32},
+      {33, 128, 8, 64, 32, DType::kBF16},
+      {33, 8, 8, 100, 40, DType::kBF16},
+      {70, 16, 4, 96, 72, DType::kBF16},
+      {2, 128, 8, 2048, 768, DType::kBF16},
+      {9, 8, 2, 17, 33, DType::kF32},
+      {2, 32, 10, 64, 40, DType::kBF16},
+      {1, 64, 36, 32, 16, DType::kBF16},
+      {1, 16, 8, 2048, 768, DType::kBF16},
+      {1, 8, 2, 64, 32, DType::kBF16},
+      {1, 8, 3, 40, 24, DType::kBF16},
       {1, 40, 32, 64, 16, DType::kBF16},
+      // gpt-oss's experts (biases, clamped SwiGLU) on every path: one token, several, the SIMT and tensor-core GEMMs,
+      // and gpt-oss-20b's width (2880, not a multiple of 256).
+      {1, 8, 2, 64, 32, DType::kBF16, true},
+      {5, 32, 4, 64, 48, DType::kBF16, true},
+      {9, 16, 4, 72, 40, DType::kF32, true},
+      {40, 32, 4, 64, 48, DType::kBF16, true},
+      {2, 16, 4, 2880, 256, DType::kBF16, true},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const ExpertCase& c : cases) {
       const ExpertProblem e = make_expert_problem(env.ref, env.ref_stream, c, ad);
       const Tensor ws = env.empty(DType::kU8, {static_cast<int64_t>(env.ops().moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
       const Tensor got = env.empty(ad, {c.n, c.d});
+      MoeExpertParams params = e.params;
+      if (c.gpt_oss) params.gate_up_bias = env.up(e.params.gate_up_bias), params.down_bias = env.up(e.params.down_bias);
       ASSERT_TRUE(env.ops()
                       .moe_experts(env.up(e.x), env.up(e.ids), env.up(e.weights), env.up(e.gate_up), env.up(e.down),
-                                   got, ws, env.stream())
+                                   got, ws, params, env.stream())
                       .ok());
       expect_close(env.down(got), e.want, ad == DType::kBF16 ? kBf16Tol : 1e-9, e.label);
     }

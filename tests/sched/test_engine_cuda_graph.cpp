@@ -93,7 +93,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 // Padded batches: 3 -> 4, 5 and 6 -> 8 (steps of 5 to 8 rows take cuBLASLt for the dense projections, and the expert
 // GEMVs up to 8 tokens), also under a key capacity of 1024 or more, where the keys no longer cap the generic attention
 // kernel's split count (the fixtures' head_dim 16 takes it in f32 and bf16). DeepSeek-V3: latent attention (keys 24
-// wide, values 16) and grouped sigmoid routing.
+// wide, values 16) and grouped sigmoid routing. gpt-oss: sinks, sliding windows, experts with biases.
 INSTANTIATE_TEST_SUITE_P(
     Models, EngineCudaGraph,
     testing::Values(Case{"qwen3_moe", "f32", 1}, Case{"qwen3_moe", "f32", 3}, Case{"qwen3_dense", "f32", 3},
@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"qwen3_moe", "f32", 6}, Case{"qwen3_moe", "bf16", 1, 1016, 4096},
                     Case{"qwen3_dense", "bf16", 3, 1016, 4096}, Case{"qwen3_dense", "f32", 3, 1016, 4096},
                     Case{"qwen3_moe", "bf16", 5, 1016, 4096}, Case{"deepseek_v3", "bf16", 3},
-                    Case{"deepseek_v3", "f32", 1}),
+                    Case{"deepseek_v3", "f32", 1}, Case{"gpt_oss", "bf16", 3}, Case{"gpt_oss", "f32", 1}),
     case_name);
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "backend/cpu/common.h"
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/gemm.h"
+#include "backend/expert_activation.h"
 
 namespace ft::cpu {
 namespace {
@@ -50,6 +51,24 @@ WRows expert_rows(const Tensor& w, int64_t e) {
           w.dtype, w.stride[1]};
 }
 
+// row[i] += bias[e, i] for i < n (bias f32 or bf16, its expert dim strided); nothing when bias is undefined.
+void add_bias(const Tensor& bias, int64_t e, float* row, int64_t n) {
+  if (!bias.defined()) return;
+  const int64_t at = e * bias.stride[0];
+  if (bias.dtype == DType::kF32) {
+    const float* b = bias.ptr<const float>() + at;
+    for (int64_t i = 0; i < n; ++i) row[i] += b[i];
+  } else {
+    const uint16_t* b = bias.ptr<const uint16_t>() + at;
+    for (int64_t i = 0; i < n; ++i) row[i] += bf16_to_f32(b[i]);
+  }
+}
+
+bool bias_fits(const Tensor& bias, DType dtype, int64_t n_expert, int64_t n) {
+  return !bias.defined() ||
+         (bias.dtype == dtype && bias.ndim == 2 && bias.dim(0) >= n_expert && bias.dim(1) == n && bias.stride[1] == 1);
+}
+
 }  // namespace
 
 size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter) {
@@ -63,7 +82,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
                    const Tensor& down,       // [n_expert, d, inter] f32/bf16
                    const Tensor& out,        // [n, d] f32
                    const Tensor& workspace,  // moe_workspace_bytes(n, k, d, inter) bytes
-                   Stream& s) {
+                   const MoeExpertParams& p, Stream& s) {
   if (x.dtype != DType::kF32 || out.dtype != DType::kF32) return dtype_error("moe_experts", "x/out", x);
   if (ids.dtype != DType::kI32 || weights.dtype != DType::kF32) return dtype_error("moe_experts", "ids/weights", ids);
   if (!is_f32_or_bf16(gate_up.dtype) || !is_f32_or_bf16(down.dtype))
@@ -74,6 +93,9 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
   if (!same_shape(x, out) || ids.dim(0) != n || !same_shape(ids, weights) || gate_up.dim(1) != 2 * inter ||
       gate_up.dim(2) != d || down.dim(0) != n_expert || down.dim(1) != d)
     return shape_error("moe_experts", "x, ids, weights, gate_up, down and out do not match");
+  if (!bias_fits(p.gate_up_bias, gate_up.dtype, n_expert, 2 * inter) ||
+      !bias_fits(p.down_bias, gate_up.dtype, n_expert, d))
+    return shape_error("moe_experts", "biases must be [n_expert, 2 inter] and [n_expert, d] in the weights' dtype");
   const int64_t n_pairs = n * k;
   if (!workspace.defined() || workspace.nbytes() < Layout::bytes(n_pairs, d, inter))
     return shape_error("moe_experts", "workspace smaller than moe_workspace_bytes");
@@ -117,13 +139,23 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
   }
   run_gemm(gate_up, 2 * inter, d, [&](int64_t q0) { return XRows{x.ptr<const float>(), x.stride[0], ws.token + q0}; },
            ws.h, 2 * inter);
-  parallel_for(s, n_pairs, 4, [&](int, int64_t q0, int64_t q1) {
-    for (int64_t q = q0; q < q1; ++q) {
+  const auto expert_at = [&](int64_t q) { return ws.keys[q] / n_pairs - 1; };  // sorted position q's expert
+  parallel_for(s, n_pairs - n_skipped, 4, [&](int, int64_t q0, int64_t q1) {
+    for (int64_t q = n_skipped + q0; q < n_skipped + q1; ++q) {
       float* hq = ws.h + q * 2 * inter;
-      kn.silu_mul(hq, hq + inter, hq, inter);
+      add_bias(p.gate_up_bias, expert_at(q), hq, 2 * inter);
+      if (p.act.kind == ExpertActivation::kSwiglu) {
+        kn.silu_mul(hq, hq + inter, hq, inter);
+      } else {
+        for (int64_t i = 0; i < inter; ++i) hq[i] = expert_activation(p.act, hq[i], hq[inter + i]);
+      }
     }
   });
   run_gemm(down, d, inter, [&](int64_t q0) { return XRows{ws.h + q0 * 2 * inter, 2 * inter}; }, ws.y, d);
+  if (p.down_bias.defined())
+    parallel_for(s, n_pairs - n_skipped, 4, [&](int, int64_t q0, int64_t q1) {
+      for (int64_t q = n_skipped + q0; q < n_skipped + q1; ++q) add_bias(p.down_bias, expert_at(q), ws.y + q * d, d);
+    });
   parallel_for(s, n, 1, [&](int, int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       float* o = out.ptr<float>() + t * out.stride[0];

@@ -13,6 +13,7 @@
 #include "backend/cuda/moe_experts_decode.cuh"
 #include "backend/cuda/moe_experts_gemm.cuh"
 #include "backend/cuda/vec_load.cuh"
+#include "backend/expert_activation.h"
 
 namespace ft::cuda {
 namespace {
@@ -67,7 +68,8 @@ __device__ void for_each_pair_tile(const ExpertArgs& a, int64_t e, PairList& pl,
   if (pl.count > 0) tile(pl.count);
 }
 
-// grid (ceil(inter / 64), n_expert): h rows of the expert's pairs, 64 intermediate rows per block.
+// grid (ceil(inter / 64), n_expert): h rows of the expert's pairs (the activation of gate and up plus their biases),
+// 64 intermediate rows per block.
 template <class TX, class TW>
 __global__ void __launch_bounds__(kSimtThreads) grouped_gate_up_kernel(ExpertArgs a) {
   __shared__ SimtSmem sm;
@@ -87,12 +89,14 @@ __global__ void __launch_bounds__(kSimtThreads) grouped_gate_up_kernel(ExpertArg
         const int row = ty + 16 * r;
         const int64_t i = i0 + tx + 16 * c;
         if (row < rows && i < a.inter)
-          a.h[int64_t{pl.pair[row]} * a.inter + i] = g[r][c] / (1.0f + expf(-g[r][c])) * u[r][c];
+          a.h[int64_t{pl.pair[row]} * a.inter + i] =
+              expert_activation(a.act, plus_bias<TW>(g[r][c], a.gu_bias, a.gu_bias_stride, e, i),
+                                plus_bias<TW>(u[r][c], a.gu_bias, a.gu_bias_stride, e, a.inter + i));
       }
   });
 }
 
-// grid (ceil(d / 64), n_expert): y rows of the expert's pairs, 64 output dims per block.
+// grid (ceil(d / 64), n_expert): y rows of the expert's pairs (plus the down bias), 64 output dims per block.
 template <class TW>
 __global__ void __launch_bounds__(kSimtThreads) grouped_down_kernel(ExpertArgs a) {
   __shared__ SimtSmem sm;
@@ -109,7 +113,8 @@ __global__ void __launch_bounds__(kSimtThreads) grouped_down_kernel(ExpertArgs a
       for (int c = 0; c < 4; ++c) {
         const int row = ty + 16 * r;
         const int64_t col = r0 + tx + 16 * c;
-        if (row < rows && col < a.d) a.y[int64_t{pl.pair[row]} * a.d + col] = acc[r][c];
+        if (row < rows && col < a.d)
+          a.y[int64_t{pl.pair[row]} * a.d + col] = plus_bias<TW>(acc[r][c], a.down_bias, a.down_bias_stride, e, col);
       }
   });
 }
@@ -144,8 +149,9 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
                    const Tensor& down,       // [n_expert, d, inter] f32/bf16, contiguous per expert
                    const Tensor& out,        // [n, d] f32/bf16
                    const Tensor& workspace,  // moe_workspace_bytes(n, k, d, inter) bytes
-                   Stream& s) {
-  FT_RETURN_IF_ERROR(device_check("moe_experts", {&x, &ids, &weights, &gate_up, &down, &out, &workspace}));
+                   const MoeExpertParams& p, Stream& s) {
+  FT_RETURN_IF_ERROR(device_check(
+      "moe_experts", {&x, &ids, &weights, &gate_up, &down, &out, &workspace, &p.gate_up_bias, &p.down_bias}));
   if (!is_fb(x.dtype) || !is_fb(out.dtype)) return dtype_error("moe_experts", "x/out", x);
   if (ids.dtype != DType::kI32 || weights.dtype != DType::kF32) return dtype_error("moe_experts", "ids/weights", ids);
   if (!is_fb(gate_up.dtype) || down.dtype != gate_up.dtype) return dtype_error("moe_experts", "expert weights", gate_up);
@@ -156,12 +162,18 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   if (!same_shape(x, out) || ids.dim(0) != n || !same_shape(ids, weights) || gate_up.dim(1) != 2 * inter ||
       gate_up.dim(2) != d || down.dim(0) != n_expert || down.dim(1) != d)
     return shape_error("moe_experts", "x, ids, weights, gate_up, down and out do not match");
+  const auto bias_fits = [&](const Tensor& b, int64_t len) {
+    return !b.defined() ||
+           (b.dtype == gate_up.dtype && b.ndim == 2 && b.dim(0) >= n_expert && b.dim(1) == len && b.stride[1] == 1);
+  };
+  if (!bias_fits(p.gate_up_bias, 2 * inter) || !bias_fits(p.down_bias, d))
+    return shape_error("moe_experts", "biases must be [n_expert, 2 inter] and [n_expert, d] in the weights' dtype");
   if (!workspace.defined() || workspace.nbytes() < moe_workspace_bytes(n, k, d, inter))
     return shape_error("moe_experts", "workspace smaller than moe_workspace_bytes");
   if (n == 0) return ok_status();
   if (moe_experts_gemm_applies(x, gate_up, down, n, d) &&
       workspace.nbytes() >= moe_experts_gemm_workspace_bytes(n, k, d, inter))
-    return moe_experts_gemm(x, ids, weights, gate_up, down, out, workspace, s);
+    return moe_experts_gemm(x, ids, weights, gate_up, down, out, workspace, p, s);
   const int64_t pairs = n * k;
   auto base = (reinterpret_cast<uintptr_t>(workspace.data()) + 255) / 256 * 256;
   auto* h = reinterpret_cast<float*>(base);
@@ -169,9 +181,31 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   const bool vec = d % 8 == 0 && inter % 8 == 0 && aligned16(x.data()) && aligned16(gate_up.data()) &&
                    aligned16(down.data()) && gate_up.stride[0] % 8 == 0 && down.stride[0] % 8 == 0 &&
                    (x.stride[0] * static_cast<int64_t>(dtype_bytes(x.dtype, 1))) % 16 == 0;
-  const ExpertArgs a{x.data(),    x.stride[0], ids.ptr<const int32_t>(), ids.stride[0], weights.ptr<const float>(),
-                     weights.stride[0], gate_up.data(), down.data(), gate_up.stride[0], down.stride[0], out.data(),
-                     out.stride[0], h, y, n, k, d, inter, n_expert, vec};
+  const ExpertArgs a{x.data(),
+                     x.stride[0],
+                     ids.ptr<const int32_t>(),
+                     ids.stride[0],
+                     weights.ptr<const float>(),
+                     weights.stride[0],
+                     gate_up.data(),
+                     down.data(),
+                     gate_up.stride[0],
+                     down.stride[0],
+                     out.data(),
+                     out.stride[0],
+                     h,
+                     y,
+                     n,
+                     k,
+                     d,
+                     inter,
+                     n_expert,
+                     vec,
+                     p.act,
+                     p.gate_up_bias.defined() ? p.gate_up_bias.data() : nullptr,
+                     p.down_bias.defined() ? p.down_bias.data() : nullptr,
+                     p.gate_up_bias.defined() ? p.gate_up_bias.stride[0] : 0,
+                     p.down_bias.defined() ? p.down_bias.stride[0] : 0};
   const CudaStream& cs = cuda_stream(s);
   const cudaStream_t st = cs.get();
   if (n <= kMoeDecodeMaxTokens)

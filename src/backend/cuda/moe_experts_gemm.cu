@@ -5,9 +5,10 @@
 //     activation dtype (f32 or bf16); the GEMMs split each f32 value in three bf16 parts (hi + mid + lo holds all 24
 //     mantissa bits) and run one MMA per part, so f32 steps keep fp32 accuracy at three times the MMA work.
 //  2. gate_up: one block per (128-row tile of one expert, 64 intermediate columns) multiplies the expert's rows by
-//     64 gate rows and the matching 64 up rows of the expert's weights, and stores silu(gate) * up (activation
-//     dtype).
-//  3. down: one block per (tile, 128 output columns) multiplies those rows by the expert's down rows, fp32 out.
+//     64 gate rows and the matching 64 up rows of the expert's weights, and stores the activation of the two (plus
+//     their biases; activation dtype).
+//  3. down: one block per (tile, 128 output columns) multiplies those rows by the expert's down rows (plus its
+//     bias), fp32 out.
 //  4. combine: every token's k down outputs summed with the router weights in pair order (fp32).
 // The grid is sized from host-known shapes (pairs / 128 + experts tiles at most); blocks past the last tile exit.
 #include "backend/cuda/common.cuh"
@@ -132,7 +133,8 @@ bool moe_experts_gemm_applies(const Tensor& x, const Tensor& gate_up, const Tens
 }
 
 Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                        const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s) {
+                        const Tensor& down, const Tensor& out, const Tensor& workspace, const MoeExpertParams& p,
+                        Stream& s) {
   const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0), inter = down.dim(2);
   const int64_t pairs = n * k;
   const int64_t row_tiles = (pairs + kTcRows - 1) / kTcRows + n_expert;  // at most; blocks past the last exit
@@ -151,7 +153,8 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
     gather_kernel<TA><<<static_cast<unsigned>(pairs), 128, 0, st>>>(x.ptr<const TA>(), x.stride[0], l.token_of,
                                                                     l.offsets + n_expert, static_cast<TA*>(l.xg), d);
     // The sorted rows a [P, k_in] by each expert's matrix in wt, n_out columns into out.
-    const auto grouped = [&](const void* a, int64_t k_in, const Tensor& wt, int64_t n_out, void* out) {
+    const auto grouped = [&](const void* a, int64_t k_in, const Tensor& wt, const Tensor& bias, int64_t n_out,
+                             void* out) {
       return TcGemmArgs{.a = a,
                         .lda = k_in,
                         .w = wt.ptr<const bf16>(),
@@ -164,10 +167,14 @@ Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weight
                         .n = n_out,
                         .k = k_in,
                         .out = out,
-                        .ldo = n_out};
+                        .ldo = n_out,
+                        .bias = bias.defined() ? bias.ptr<const bf16>() : nullptr,
+                        .bias_stride = bias.defined() ? bias.stride[0] : 0,
+                        .act = p.act};
     };
-    err = launch_tc_gemm<true, TA, TA>(grouped(l.xg, d, gate_up, inter, l.act), row_tiles, st);
-    if (err == cudaSuccess) err = launch_tc_gemm<false, TA, float>(grouped(l.act, inter, down, d, l.y), row_tiles, st);
+    err = launch_tc_gemm<true, TA, TA>(grouped(l.xg, d, gate_up, p.gate_up_bias, inter, l.act), row_tiles, st);
+    if (err == cudaSuccess)
+      err = launch_tc_gemm<false, TA, float>(grouped(l.act, inter, down, p.down_bias, d, l.y), row_tiles, st);
   });
   FT_RETURN_IF_ERROR(cuda_status(err, "moe_experts (grouped GEMM)"));
   with_type(out.dtype, [&](auto to) {

@@ -13,6 +13,7 @@ bool moe_experts_gemm_applies(const Tensor& x, const Tensor& gate_up, const Tens
 size_t moe_experts_gemm_workspace_bytes(int64_t n_tokens, int64_t k, int64_t d, int64_t inter);
 // Arguments as moe_experts', already checked; the workspace holds moe_experts_gemm_workspace_bytes.
 Status moe_experts_gemm(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                        const Tensor& down, const Tensor& out, const Tensor& workspace, Stream& s);
+                        const Tensor& down, const Tensor& out, const Tensor& workspace, const MoeExpertParams& p,
+                        Stream& s);
 
 }  // namespace ft::cuda

@@ -2,6 +2,7 @@
 // pipeline, 8 warps of 64 x 32 outputs (4 x 4 MMA tiles of 16 x 8).
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/tc_gemm.cuh"
+#include "backend/expert_activation.h"
 
 namespace ft::cuda {
 namespace {
@@ -150,6 +151,8 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
   cp_async_wait<0>();
 
   const int gr = lane / 4, tc = 2 * (lane % 4);
+  const bf16* bias = g.bias ? g.bias + e * g.bias_stride : nullptr;
+  const auto plus_bias = [&](float v, int64_t i) { return bias ? v + __bfloat162float(bias[i]) : v; };
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
@@ -163,8 +166,10 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const int64_t i = col0 + 16 * wn + 8 * ni + tc + j;
-            const float gate = acc[mi][ni][2 * half + j], up = acc[mi][ni + 2][2 * half + j];
-            if (i < g.n) out[i] = from_f32<TA>(gate / (1.0f + expf(-gate)) * up);
+            if (i >= g.n) continue;
+            const float gate = plus_bias(acc[mi][ni][2 * half + j], i);
+            const float up = plus_bias(acc[mi][ni + 2][2 * half + j], g.n + i);
+            out[i] = from_f32<TA>(expert_activation(g.act, gate, up));
           }
       } else {
         TO* out = static_cast<TO*>(g.out) + (row0 + r) * g.ldo;
@@ -173,7 +178,7 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const int64_t c = col0 + 32 * wn + 8 * ni + tc + j;
-            if (c < g.n) out[c] = from_f32<TO>(acc[mi][ni][2 * half + j]);
+            if (c < g.n) out[c] = from_f32<TO>(plus_bias(acc[mi][ni][2 * half + j], c));
           }
       }
     }

@@ -70,12 +70,29 @@ size_t moe_workspace_bytes(int64_t, int64_t, int64_t d, int64_t inter) {
   return static_cast<size_t>(inter + d) * sizeof(double);
 }
 
-Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
-                   const Tensor& down, const Tensor& out, const Tensor& workspace, Stream&) {
+namespace {
+
+// The activation in float64 (ExpertActivation's formulas).
+double activation(const ExpertActivation& a, double g, double u) {
+  if (a.kind == ExpertActivation::kSwiglu) return g / (1.0 + std::exp(-g)) * u;
+  g = std::min(g, static_cast<double>(a.limit));
+  u = std::clamp(u, -static_cast<double>(a.limit), static_cast<double>(a.limit));
+  return (u + 1.0) * (g / (1.0 + std::exp(-static_cast<double>(a.alpha) * g)));
+}
+
+double bias_at(const Tensor& bias, int64_t e, int64_t i) { return bias.defined() ? get(bias, e, i) : 0.0; }
+
+}  // namespace
+
+Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up, const Tensor& down,
+                   const Tensor& out, const Tensor& workspace, const MoeExpertParams& p, Stream&) {
   const int64_t n = x.dim(0), d = x.dim(1), k = ids.dim(1), n_expert = gate_up.dim(0);
   const int64_t inter = down.dim(2);
   if (gate_up.dim(1) != 2 * inter || gate_up.dim(2) != d || down.dim(1) != d)
     return invalid_argument("moe_experts: gate_up " + gate_up.shape_string() + " down " + down.shape_string());
+  if ((p.gate_up_bias.defined() && (p.gate_up_bias.dim(0) < n_expert || p.gate_up_bias.dim(1) != 2 * inter)) ||
+      (p.down_bias.defined() && (p.down_bias.dim(0) < n_expert || p.down_bias.dim(1) != d)))
+    return invalid_argument("moe_experts: biases must be [n_expert, 2 inter] and [n_expert, d]");
   if (workspace.nbytes() < moe_workspace_bytes(n, k, d, inter)) return invalid_argument("moe_experts: workspace");
   double* h = workspace.ptr<double>();
   double* acc = h + inter;
@@ -93,10 +110,10 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, co
           g += get(gate_up, e, i, c) * xc;
           u += get(gate_up, e, inter + i, c) * xc;
         }
-        h[i] = g / (1.0 + std::exp(-g)) * u;
+        h[i] = activation(p.act, g + bias_at(p.gate_up_bias, e, i), u + bias_at(p.gate_up_bias, e, inter + i));
       }
       for (int64_t r = 0; r < d; ++r) {
-        double y = 0;
+        double y = bias_at(p.down_bias, e, r);
         for (int64_t i = 0; i < inter; ++i) y += get(down, e, r, i) * h[i];
         acc[r] += w * y;
       }
