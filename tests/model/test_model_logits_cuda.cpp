@@ -27,7 +27,7 @@ constexpr double kMaxRelL2 = 1e-5;
 constexpr double kGdnShort = 1.1e-5, kGdnLong = 4e-5;
 // The deeper models_alt/qwen3_5_moe on the GPU: its chunked delta rule sums in another order than the CPU's and
 // reaches 8.7e-5 (short) and 1.6e-4 (long); transformers' own float32 run (scripts/fixtures/
-// measure_transformers_f32.py, H200, TF32 off) reaches 3.7e-5 and 6.3e-2 there. Issue 8 bounds the alt variant on
+// measure_transformers.py float32, H200, TF32 off) reaches 3.7e-5 and 6.3e-2 there. Issue 8 bounds the alt variant on
 // the CPU only; the GPU is held to these measured figures plus a margin so a regression still fails.
 constexpr double kGdnAltShortCuda = 1.0e-4, kGdnAltLongCuda = 2.0e-4;
 
@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(GptOss, CudaLogitsF32,
 // choice: on DeepSeek-V3 an argmax at a reference top-2 margin of 0.2 follows one (57/60 against transformers'
 // 58/60), while over the fixture we agree on more positions than transformers does. The median bound is
 // transformers' median over the same 417 positions, measured on the H200 by
-// scripts/fixtures/measure_transformers_bf16.py (eager attention and experts); the top-1 bound is the sum of the two
+// scripts/fixtures/measure_transformers.py bfloat16; the top-1 bound is the sum of the two
 // counts ../shared/fixtures/README.md gives (that run's counts are within one of them).
 struct Bf16Case {
   const char* model;
