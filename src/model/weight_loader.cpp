@@ -36,6 +36,19 @@ void convert_elements(DType from, const unsigned char* src, size_t src_at, DType
     for (size_t i = 0; i < n; ++i) store_from_f64(to, dst, dst_at + i, load_as_f64(from, src, src_at + i));
   }
 }
+// fn(e) for every expert e < n, on up to 16 threads (the copies out of a mapped checkpoint are large reads).
+template <class F>
+void for_each_expert_in_parallel(int64_t n, F&& fn) {
+  std::atomic<int64_t> next{0};
+  auto worker = [&] {
+    for (int64_t e = next++; e < n; e = next++) fn(e);
+  };
+  const int n_threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
+  std::vector<std::thread> threads;
+  for (int t = 1; t < n_threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+}
 }  // namespace
 
 DType WeightLoader::target_dtype(DType stored) const {
@@ -136,6 +149,7 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
 }
 
 Result<Tensor> WeightLoader::experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter) {
+  if (!fused_experts(prefix)) return unsupported(prefix + ": expert biases need the fused expert tensors");
   FT_RETURN_IF_ERROR(checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}).status());
   FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
   return assemble_fused(prefix + ".gate_up_proj_bias", true, {n_expert, 2 * inter}, dtype);
@@ -155,11 +169,23 @@ size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, boo
   const auto R = static_cast<size_t>(matrix ? info->shape[1] : 1), C = static_cast<size_t>(info->shape.back());
   const unsigned char* src = file->tensor_data(*info);
   const size_t base = static_cast<size_t>(e) * R * C;
-  for (size_t j = 0; j < C; ++j) {
-    const size_t col = !deinterleave ? j : j < C / 2 ? 2 * j : 2 * (j - C / 2) + 1;
-    for (size_t r = 0; r < R; ++r)
-      convert_elements(info->dtype, src, base + r * C + col, dtype, dst, at + j * R + r, 1);
-  }
+  const auto col = [&](size_t j) { return !deinterleave ? j : j < C / 2 ? 2 * j : 2 * (j - C / 2) + 1; };
+  // In tiles of 64 x 64, so that both the rows read and the rows written stay in cache.
+  constexpr size_t kTile = 64;
+  const bool same16 = info->dtype == dtype && dtype_bytes(dtype, 1) == 2;
+  for (size_t j0 = 0; j0 < C; j0 += kTile)
+    for (size_t r0 = 0; r0 < R; r0 += kTile)
+      for (size_t j = j0; j < std::min(C, j0 + kTile); ++j) {
+        const size_t from = base + col(j), to = at + j * R;
+        if (same16) {
+          const auto* s16 = reinterpret_cast<const uint16_t*>(src) + from;
+          auto* d16 = reinterpret_cast<uint16_t*>(dst) + to;
+          for (size_t r = r0; r < std::min(R, r0 + kTile); ++r) d16[r] = s16[r * C];
+        } else {
+          for (size_t r = r0; r < std::min(R, r0 + kTile); ++r)
+            convert_elements(info->dtype, src, from + r * C, dtype, dst, to + r, 1);
+        }
+      }
   return R * C;
 }
 
@@ -220,24 +246,16 @@ Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& st
   }
   // Large parallel reads: each thread copies whole experts out of the mapped checkpoint into their records, in the
   // record's order: gate_up, down, then the biases.
-  std::atomic<int64_t> next{0};
-  auto worker = [&] {
-    for (int64_t e = next++; e < sh.n_expert; e = next++) {
-      auto* dst = static_cast<unsigned char*>(store.record(moe_layer, e));
-      size_t at = 0;
-      if (fused) {
-        for (size_t i = 0; i < names.size(); ++i) at += copy_expert_columns(names[i], e, i % 2 == 0, sh.dtype, dst, at);
-      } else {
-        for (int part = 0; part < 3; ++part)
-          at += copy_converted(names[static_cast<size_t>(3 * e + part)], sh.dtype, dst, at);
-      }
+  for_each_expert_in_parallel(sh.n_expert, [&](int64_t e) {
+    auto* dst = static_cast<unsigned char*>(store.record(moe_layer, e));
+    size_t at = 0;
+    if (fused) {
+      for (size_t i = 0; i < names.size(); ++i) at += copy_expert_columns(names[i], e, i % 2 == 0, sh.dtype, dst, at);
+    } else {
+      for (int part = 0; part < 3; ++part)
+        at += copy_converted(names[static_cast<size_t>(3 * e + part)], sh.dtype, dst, at);
     }
-  };
-  const int n_threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
-  std::vector<std::thread> threads;
-  for (int t = 1; t < n_threads; ++t) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
+  });
   for (const auto& name : names) {
     used_.push_back(name);
     if (progress_) progress_->update(loaded_bytes_ + (host_bytes_ += checkpoint_.find(name)->nbytes));
@@ -277,8 +295,10 @@ Result<Tensor> WeightLoader::assemble_fused(const std::string& name, bool deinte
                                             DType dtype) {
   FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, numel_of(shape)), false));
   auto* dst = static_cast<unsigned char*>(host->data());
-  size_t at = 0;
-  for (int64_t e = 0; e < shape[0]; ++e) at += copy_expert_columns(name, e, deinterleave, dtype, dst, at);
+  const size_t per_expert = numel_of(shape) / static_cast<size_t>(shape[0]);
+  for_each_expert_in_parallel(shape[0], [&](int64_t e) {
+    copy_expert_columns(name, e, deinterleave, dtype, dst, static_cast<size_t>(e) * per_expert);
+  });
   done(name, checkpoint_.find(name)->nbytes);
   return place(std::move(host), shape, dtype);
 }

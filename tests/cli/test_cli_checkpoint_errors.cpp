@@ -114,6 +114,15 @@ TEST_F(CheckpointErrors, BadLatentDimsAndExpertGroupsNamed) {
   expect_error({"config.json", "n_group 3"});
 }
 
+// gpt-oss's sinks, router and expert biases are optional to the shared layers; the architecture requires them.
+TEST_F(CheckpointErrors, GptOssTensorMissingNamed) {
+  const fs::path gpt_oss = fs::path(FT_TEST_DATA) / "models" / "gpt_oss";
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(gpt_oss / f, dir_ / f, fs::copy_options::overwrite_existing);
+  patch("model.safetensors", "model.layers.1.self_attn.sinks", "model.layers.1.self_attn.sinkz");
+  expect_error({"model.layers.1.self_attn.sinks", "not found"});
+}
+
 TEST_F(CheckpointErrors, TruncatedSafetensors) {
   std::string s = read("model.safetensors");
   write("model.safetensors", s.substr(0, s.size() - 1000));

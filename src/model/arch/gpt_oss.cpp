@@ -8,8 +8,26 @@
 namespace ft {
 namespace {
 
+// The tensors gpt-oss has beside those every decoder layer has: the loader takes them where present, so a checkpoint
+// without one would load and compute something else. MXFP4-quantised experts (gate_up_proj_blocks / _scales, as the
+// official checkpoints ship them) are not read yet.
+Status check_layers(const ModelConfig& c, const SafetensorsArchive& ckpt) {
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    if (ckpt.contains(p + "mlp.experts.gate_up_proj_blocks"))
+      return unsupported(ckpt.dir() + ": tensor '" + p + "mlp.experts.gate_up_proj_blocks' holds MXFP4-quantised " +
+                         "experts, which are not supported yet (convert the checkpoint to bf16)");
+    for (const char* name :
+         {"self_attn.sinks", "mlp.router.bias", "mlp.experts.gate_up_proj_bias", "mlp.experts.down_proj_bias"})
+      if (!ckpt.contains(p + name))
+        return not_found(ckpt.dir() + ": tensor '" + p + name + "' not found in the checkpoint");
+  }
+  return ok_status();
+}
+
 Result<std::unique_ptr<Model>> create(const ModelConfig& c, const SafetensorsArchive& ckpt, Backend& be,
                                       const ModelOptions& options) {
+  FT_RETURN_IF_ERROR(check_layers(c, ckpt));
   ModelConfig config = c;
   config.scoring_func = "softmax";
   config.norm_topk_prob = true;
