@@ -1,4 +1,4 @@
-// DecoderModel: the pre-norm decoder Qwen3, Qwen3-MoE and DeepSeek-V3 share. Each layer: input norm, attention
+// DecoderModel: the pre-norm decoder Qwen3, Qwen3-MoE, DeepSeek-V3 and gpt-oss share. Each layer: input norm, attention
 // (Attention: GqaAttention or MlaAttention), post-attention norm, then a SwiGLU MLP or routed experts (per layer:
 // ModelConfig::is_moe_layer). An architecture file registers it with its attention and the checkpoint tensors it
 // leaves unread on purpose.

@@ -125,6 +125,9 @@ TEST(OpsCuda, MoeExperts) {
       {9, 16, 4, 72, 40, DType::kF32, true},
       {40, 32, 4, 64, 48, DType::kBF16, true},
       {2, 16, 4, 2880, 256, DType::kBF16, true},
+      // Down's row groups with a last block only partly inside d (k = 1: 32 rows a block; k = 2: 16).
+      {1, 8, 1, 40, 32, DType::kBF16, true},
+      {2, 8, 2, 40, 32, DType::kBF16},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const ExpertCase& c : cases) {

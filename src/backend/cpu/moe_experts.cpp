@@ -1,6 +1,7 @@
 // moe_experts: the routed experts of a batch. The (token, slot) pairs are sorted by expert so that each
-// expert's tokens form one run; every run goes through gate_up as one GEMM (a GEMV for decode), SiLU * up,
-// then down as a second GEMM; the outputs are combined per token in fp32 with the router weights.
+// expert's tokens form one run; every run goes through gate_up as one GEMM (a GEMV for decode), the biases and the
+// activation, then down as a second GEMM (and its bias); the outputs are combined per token in fp32 with the router
+// weights.
 // Work items are (run, L2-sized block of weight rows), handed out dynamically.
 #include <algorithm>
 
@@ -20,7 +21,7 @@ struct Layout {
   int32_t* run_start;  // [P + 1] first sorted position of each expert's run
   int32_t* token;      // [P] token of each sorted position
   int32_t* position;   // [P] sorted position of each pair
-  float* h;            // [P, 2 * inter] gate_up outputs; SiLU(gate) * up in the first half
+  float* h;            // [P, 2 * inter] gate_up outputs; the activation in the first half
   float* y;            // [P, d] down outputs
 
   static size_t bytes(int64_t p, int64_t d, int64_t inter) {

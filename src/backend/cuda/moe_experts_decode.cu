@@ -1,9 +1,9 @@
 // moe_experts for decode steps (up to kMoeDecodeMaxTokens tokens): fused expert GEMVs, launched as programmatic
 // dependents (pdl.cuh). gate_up: one warp per (pair, intermediate row) computes the gate and up dots together and
 // stores the activation (silu(gate) * up, or ExpertActivation's other form; the biases added first); down: one block
-// per (token, 4 output rows), a warp per expert, the experts' dots summed in order with the router weights (no atomics,
-// a fixed summation order), its first weights loaded before gate_up ends. Pairs whose expert id is out of range
-// contribute nothing.
+// per (token, 4 output rows, or row groups of 4 when a token has fewer experts than the block's 8 warps), a warp per
+// expert (and row group), the experts' dots summed in order with the router weights (no atomics, a fixed summation
+// order), its first weights loaded before gate_up ends. Pairs whose expert id is out of range contribute nothing.
 #include <type_traits>
 
 #include "backend/cuda/common.cuh"
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kDownWarps * 32, kDownBlocks<kOnce>) decode_do
       if constexpr (kPlain) {
         if (w) y = wj * v;
       } else {
-        if (w) y = wj * plus_bias<TW>(v, a.down_bias, a.down_bias_stride, expert_of(j), r0 + r);
+        if (w && r < rows) y = wj * plus_bias<TW>(v, a.down_bias, a.down_bias_stride, expert_of(j), r0 + r);
       }
       part[j * block_rows + group * kDownRows + r] = y;
     }

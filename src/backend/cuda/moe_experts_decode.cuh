@@ -25,7 +25,7 @@ struct ExpertArgs {  // pairs P = n k; ids [n, k] (ld ids_ld), weights [n, k] (l
   int64_t gu_stride, down_stride;
   void* out;
   int64_t ldo;
-  float* h;  // [P, inter] silu(gate) * up
+  float* h;  // [P, inter] the activation of gate and up
   float* y;  // [P, d] down outputs (prefill)
   int64_t n, k, d, inter, n_expert;
   bool vec;  // d and inter multiples of 8, tensors 16-byte aligned

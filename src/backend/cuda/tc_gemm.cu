@@ -37,12 +37,12 @@ __device__ __forceinline__ void split_fragment(const float* t, int ld, int r, in
   }
 }
 
-// Warp w computes rows 64 (w / 4) .. +64 and tile columns 32 (w % 4) .. +32. In the SwiGLU form, the warp's tile
+// Warp w computes rows 64 (w / 4) .. +64 and tile columns 32 (w % 4) .. +32. In the gated form, the warp's tile
 // columns 0-15 are gate rows i0 + 16 (w % 4) .. +16 and columns 16-31 the up rows of the same i, so each thread
 // holds matching gate and up sums. f32 rows take three MMAs per tile, one per bf16 part, into accumulators that
 // start at zero for every 32-wide k step and are then added to the running sums in fp32: the MMA's own
 // accumulation truncates, which over the whole k of a long row biases the sum past fp32 rounding.
-template <bool kSwiglu, class TA, class TO>
+template <bool kGated, class TA, class TO>
 __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
   constexpr int kAChunks = kBK * int{sizeof(TA)} / 16;  // 16-byte chunks per A tile row
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -63,14 +63,14 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
     e = lo, row0 = g.offsets[e] + (tile - g.tiles[e]) * kBM, row_end = g.offsets[e + 1];
   }
   const int rows = static_cast<int>(std::min<int64_t>(kBM, row_end - row0));
-  const int64_t col0 = blockIdx.x * int64_t{kSwiglu ? kBN / 2 : kBN};
+  const int64_t col0 = blockIdx.x * int64_t{kGated ? kBN / 2 : kBN};
   const TA* a = static_cast<const TA*>(g.a);
   const bf16* w = g.w + e * g.w_stride;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wm = warp / 4, wn = warp % 4;
 
   // Weight row of smem tile row r (or -1 past the output columns).
   auto weight_row = [&](int r) -> int64_t {
-    if (!kSwiglu) return col0 + r < g.n ? col0 + r : -1;
+    if (!kGated) return col0 + r < g.n ? col0 + r : -1;
     const int64_t i = col0 + 16 * (r / 32) + r % 16;
     return i < g.n ? (r % 32 < 16 ? i : g.n + i) : -1;
   };
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
     for (int half = 0; half < 2; ++half) {
       const int r = 64 * wm + 16 * mi + gr + 8 * half;
       if (r >= rows) continue;
-      if constexpr (kSwiglu) {
+      if constexpr (kGated) {
         TA* out = static_cast<TA*>(g.out) + (row0 + r) * g.ldo;
 #pragma unroll
         for (int ni = 0; ni < 2; ++ni)
@@ -186,15 +186,15 @@ __global__ void __launch_bounds__(kThreads) tc_gemm_kernel(TcGemmArgs g) {
 
 }  // namespace
 
-template <bool kSwiglu, class TA, class TO>
+template <bool kGated, class TA, class TO>
 cudaError_t launch_tc_gemm(const TcGemmArgs& g, int64_t row_tiles, cudaStream_t st) {
   constexpr size_t smem = smem_bytes<TA>();
   static const cudaError_t attr = cudaFuncSetAttribute(
-      tc_gemm_kernel<kSwiglu, TA, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      tc_gemm_kernel<kGated, TA, TO>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
-  const int64_t cols = kSwiglu ? kBN / 2 : kBN;
+  const int64_t cols = kGated ? kBN / 2 : kBN;
   const dim3 grid(static_cast<unsigned>((g.n + cols - 1) / cols), static_cast<unsigned>(row_tiles));
-  tc_gemm_kernel<kSwiglu, TA, TO><<<grid, kThreads, smem, st>>>(g);
+  tc_gemm_kernel<kGated, TA, TO><<<grid, kThreads, smem, st>>>(g);
   return cudaGetLastError();
 }
 

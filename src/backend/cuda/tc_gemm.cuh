@@ -23,20 +23,20 @@ struct TcGemmArgs {
   const int32_t* offsets;  // [n_groups + 1] first row of each group; null: one group of `rows` rows
   const int32_t* tiles;    // [n_groups + 1] first 128-row tile of each group (with offsets)
   int64_t rows;            // without offsets
-  int64_t n_groups, n, k;  // n: output columns (SwiGLU: the intermediate size; the weights hold 2 n rows)
-  void* out;               // [rows, n], row stride ldo: TA (SwiGLU) or TO
+  int64_t n_groups, n, k;  // n: output columns (gated: the intermediate size; the weights hold 2 n rows)
+  void* out;               // [rows, n], row stride ldo: TA (gated) or TO
   int64_t ldo;
-  const bf16* bias = nullptr;  // group e's [n] (SwiGLU: [2 n], gate's then up's) at bias + e * bias_stride, or null
+  const bf16* bias = nullptr;  // group e's [n] (gated: [2 n], gate's then up's) at bias + e * bias_stride, or null
   int64_t bias_stride = 0;
-  ExpertActivation act = {};  // the SwiGLU form's activation
+  ExpertActivation act = {};  // the gated form's activation
 };
 
 // Launches the GEMM over row_tiles 128-row tiles (at least the tiles the groups hold, at most kTcMaxRowTiles; blocks
-// past them exit) on st. kSwiglu: out = act(a @ gate^T + bias, a @ up^T + bias) in TA, gate rows i and up rows n + i
+// past them exit) on st. kGated: out = act(a @ gate^T + bias, a @ up^T + bias) in TA, gate rows i and up rows n + i
 // of each weight matrix; else out = a @ w^T + bias in TO. TA f32 or bf16; rows 16-byte aligned, k % 8 == 0. An infinite
 // f32 value of a comes out NaN (its split parts are inf - inf).
 inline constexpr int64_t kTcMaxRowTiles = 65535;  // the grid's y dimension
-template <bool kSwiglu, class TA, class TO>
+template <bool kGated, class TA, class TO>
 cudaError_t launch_tc_gemm(const TcGemmArgs& g, int64_t row_tiles, cudaStream_t st);
 
 }  // namespace ft::cuda

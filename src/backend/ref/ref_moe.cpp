@@ -90,8 +90,10 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, co
   const int64_t inter = down.dim(2);
   if (gate_up.dim(1) != 2 * inter || gate_up.dim(2) != d || down.dim(1) != d)
     return invalid_argument("moe_experts: gate_up " + gate_up.shape_string() + " down " + down.shape_string());
-  if ((p.gate_up_bias.defined() && (p.gate_up_bias.dim(0) < n_expert || p.gate_up_bias.dim(1) != 2 * inter)) ||
-      (p.down_bias.defined() && (p.down_bias.dim(0) < n_expert || p.down_bias.dim(1) != d)))
+  const auto bias_fits = [&](const Tensor& b, int64_t len) {
+    return !b.defined() || (b.ndim == 2 && b.dim(0) >= n_expert && b.dim(1) == len && dtype_is_float(b.dtype));
+  };
+  if (!bias_fits(p.gate_up_bias, 2 * inter) || !bias_fits(p.down_bias, d))
     return invalid_argument("moe_experts: biases must be [n_expert, 2 inter] and [n_expert, d]");
   if (workspace.nbytes() < moe_workspace_bytes(n, k, d, inter)) return invalid_argument("moe_experts: workspace");
   double* h = workspace.ptr<double>();
