@@ -36,6 +36,12 @@ void convert_elements(DType from, const unsigned char* src, size_t src_at, DType
     for (size_t i = 0; i < n; ++i) store_from_f64(to, dst, dst_at + i, load_as_f64(from, src, src_at + i));
   }
 }
+size_t numel_of(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (int64_t s : shape) n *= static_cast<size_t>(s);
+  return n;
+}
+
 // fn(e) for every expert e < n, on up to 16 threads (the copies out of a mapped checkpoint are large reads).
 template <class F>
 void for_each_expert_in_parallel(int64_t n, F&& fn) {
@@ -192,8 +198,7 @@ size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, boo
 size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const {
   const SafetensorsFile* file = nullptr;
   const TensorInfo* info = checkpoint_.find(name, &file);
-  size_t n = 1;
-  for (int64_t s : info->shape) n *= static_cast<size_t>(s);
+  const size_t n = numel_of(info->shape);
   convert_elements(info->dtype, file->tensor_data(*info), 0, dtype, dst, at, n);
   return n;
 }
@@ -224,12 +229,12 @@ Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& st
                         "' differ from the first MoE layer's in having biases");
   std::vector<std::string> names;  // fused: gate_up, down (and their biases); else per expert: gate, up, down
   if (fused) {
-    for (const auto& [part, shape] :
-         {std::pair<std::string, std::vector<int64_t>>{".gate_up_proj", {sh.n_expert, sh.d, 2 * sh.inter}},
-          {".down_proj", {sh.n_expert, sh.inter, sh.d}},
-          {".gate_up_proj_bias", {sh.n_expert, 2 * sh.inter}},
-          {".down_proj_bias", {sh.n_expert, sh.d}}}) {
-      if (names.size() == 2 && !sh.biases) break;
+    std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {
+        {".gate_up_proj", {sh.n_expert, sh.d, 2 * sh.inter}}, {".down_proj", {sh.n_expert, sh.inter, sh.d}}};
+    if (sh.biases)
+      parts.insert(parts.end(),
+                   {{".gate_up_proj_bias", {sh.n_expert, 2 * sh.inter}}, {".down_proj_bias", {sh.n_expert, sh.d}}});
+    for (const auto& [part, shape] : parts) {
       names.push_back(prefix + part);
       FT_RETURN_IF_ERROR(checked(names.back(), shape).status());
     }
@@ -268,14 +273,6 @@ Result<Tensor> WeightLoader::assemble(const std::vector<std::string>& names, std
   for (const auto& name : names) blocks.push_back({name});
   return assemble(blocks, std::move(shape), dtype);
 }
-
-namespace {
-size_t numel_of(const std::vector<int64_t>& shape) {
-  size_t n = 1;
-  for (int64_t s : shape) n *= static_cast<size_t>(s);
-  return n;
-}
-}  // namespace
 
 Result<Tensor> WeightLoader::assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype) {
   FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, numel_of(shape)), false));

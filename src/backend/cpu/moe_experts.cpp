@@ -65,11 +65,6 @@ void add_bias(const Tensor& bias, int64_t e, float* row, int64_t n) {
   }
 }
 
-bool bias_fits(const Tensor& bias, DType dtype, int64_t n_expert, int64_t n) {
-  return !bias.defined() ||
-         (bias.dtype == dtype && bias.ndim == 2 && bias.dim(0) >= n_expert && bias.dim(1) == n && bias.stride[1] == 1);
-}
-
 }  // namespace
 
 size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, int64_t inter) {
@@ -94,8 +89,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
   if (!same_shape(x, out) || ids.dim(0) != n || !same_shape(ids, weights) || gate_up.dim(1) != 2 * inter ||
       gate_up.dim(2) != d || down.dim(0) != n_expert || down.dim(1) != d)
     return shape_error("moe_experts", "x, ids, weights, gate_up, down and out do not match");
-  if (!bias_fits(p.gate_up_bias, gate_up.dtype, n_expert, 2 * inter) ||
-      !bias_fits(p.down_bias, gate_up.dtype, n_expert, d))
+  if (!expert_biases_fit(p, gate_up.dtype, n_expert, inter, d))
     return shape_error("moe_experts", "biases must be [n_expert, 2 inter] and [n_expert, d] in the weights' dtype");
   const int64_t n_pairs = n * k;
   if (!workspace.defined() || workspace.nbytes() < Layout::bytes(n_pairs, d, inter))

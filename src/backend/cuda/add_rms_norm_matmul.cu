@@ -179,7 +179,7 @@ Status add_rms_norm_matmul(const Tensor& x,      // [n, d] f32/bf16
   if (!fused) return add_rms_norm_matmul_in_turn(cuda_op_table(), x, delta, w, x_out, h, proj, bias, out, p, s);
   const CudaStream& cs = cuda_stream(s);
   GemvArgs a{nullptr, 0, proj.data(), proj.stride[0], out.data(), out.stride[0], proj.dim(0), d};
-  a.bias = bias.defined() ? bias.data() : nullptr, a.bias_bf16 = bias.dtype == DType::kBF16;
+  a.set_bias(bias);
   const NormArgs na{x.data(),
                     x.stride[0],
                     delta.defined() ? delta.data() : nullptr,

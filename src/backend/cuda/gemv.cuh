@@ -22,6 +22,11 @@ struct GemvArgs {
   bool x_staged = false;       // gemv_kernel, N = 1: x copied into dynamic shared memory first
   const void* bias = nullptr;  // [m], added to the fp32 sums before out's rounding, or null
   bool bias_bf16 = false;
+
+  void set_bias(const Tensor& b) {  // f32/bf16 [m], or undefined
+    bias = b.defined() ? b.data() : nullptr;
+    bias_bf16 = b.dtype == DType::kBF16;
+  }
 };
 
 // Weight row j as seen by one lane: chunks c = lane + 32 u of 8 elements, B of them in flight before their

@@ -127,7 +127,7 @@ struct PlainGemv {
 template <class TX, class TW, class TO>
 cudaError_t launch_gemv(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out, const CudaStream& cs) {
   GemvArgs a{x.data(), x.stride[0], w.data(), w.stride[0], out.data(), out.stride[0], w.dim(0), x.dim(1)};
-  a.bias = bias.defined() ? bias.data() : nullptr, a.bias_bf16 = bias.dtype == DType::kBF16;
+  a.set_bias(bias);
   // One row's x staged in shared memory where it fits the default 48 KB. Steps of several rows read x from the L2:
   // their weights stream after the wait, and staging 4 rows (32 KB) cost batch 4 1.6% on the H200 (docs/perf.md).
   const size_t x_bytes = static_cast<size_t>(x.dim(1)) * sizeof(TX);

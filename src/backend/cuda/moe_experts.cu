@@ -162,11 +162,7 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   if (!same_shape(x, out) || ids.dim(0) != n || !same_shape(ids, weights) || gate_up.dim(1) != 2 * inter ||
       gate_up.dim(2) != d || down.dim(0) != n_expert || down.dim(1) != d)
     return shape_error("moe_experts", "x, ids, weights, gate_up, down and out do not match");
-  const auto bias_fits = [&](const Tensor& b, int64_t len) {
-    return !b.defined() ||
-           (b.dtype == gate_up.dtype && b.ndim == 2 && b.dim(0) >= n_expert && b.dim(1) == len && b.stride[1] == 1);
-  };
-  if (!bias_fits(p.gate_up_bias, 2 * inter) || !bias_fits(p.down_bias, d))
+  if (!expert_biases_fit(p, gate_up.dtype, n_expert, inter, d))
     return shape_error("moe_experts", "biases must be [n_expert, 2 inter] and [n_expert, d] in the weights' dtype");
   if (!workspace.defined() || workspace.nbytes() < moe_workspace_bytes(n, k, d, inter))
     return shape_error("moe_experts", "workspace smaller than moe_workspace_bytes");
