@@ -160,11 +160,12 @@ struct OpTable {
   // angle = f32(position) * inv_freq in f32 (as transformers forms it), then cos and sin.
   Status (*rope)(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, const Tensor& out,
                  const RopeParams& p, Stream& s);
-  // Attention's inputs in one op: per-head RMSNorm of q and k, then rope, in place, then k and v into the paged
-  // cache. Equals rms_norm(q, q_w, q, norm), rms_norm(k, k_w, k, norm), rope(q, positions, inv_freq, q, rope),
-  // rope(k, positions, inv_freq, k, rope), kv_store(k, v, slots, k_cache, v_cache): each head row is rounded to q's
-  // dtype after its norm, before it rotates. q [n, n_head, hd] act; k [n, n_kv, hd], v [n, n_kv, hd_v], q's dtype;
-  // q_w, k_w [hd], one dtype; positions, slots [n] i32; inv_freq [rot_dim / 2] f32; caches as kv_store's.
+  // Attention's inputs in one op: per-head RMSNorm of q and k (where q_w and k_w are given), then rope, in place, then
+  // k and v into the paged cache. Equals rms_norm(q, q_w, q, norm), rms_norm(k, k_w, k, norm), rope(q, positions,
+  // inv_freq, q, rope), rope(k, positions, inv_freq, k, rope), kv_store(k, v, slots, k_cache, v_cache), without the
+  // norms when q_w and k_w are undefined: each head row is rounded to q's dtype after its norm, before it rotates.
+  // q [n, n_head, hd] act; k [n, n_kv, hd], v [n, n_kv, hd_v], q's dtype; q_w, k_w [hd], one dtype, or both
+  // undefined; positions, slots [n] i32; inv_freq [rot_dim / 2] f32; caches as kv_store's.
   Status (*qk_norm_rope_store)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_w,
                                const Tensor& k_w, const Tensor& positions, const Tensor& inv_freq, const Tensor& slots,
                                const Tensor& k_cache, const Tensor& v_cache, const RmsNormParams& norm,

@@ -57,14 +57,9 @@ Status GqaAttention::forward(const LayerContext& c, const LayerScratch& s, const
   const Tensor q = split_heads(qkv_rows.slice(1, 0, n_head * head_dim), n_head, head_dim);
   const Tensor k = split_heads(qkv_rows.slice(1, n_head * head_dim, n_kv * head_dim), n_kv, head_dim);
   const Tensor v = split_heads(qkv_rows.slice(1, (n_head + n_kv) * head_dim, n_kv * head_dim), n_kv, head_dim);
-  if (q_norm.defined()) {
-    FT_RETURN_IF_ERROR(c.ops.qk_norm_rope_store(q, k, v, q_norm, k_norm, c.step.positions, inv_freq, c.step.slots,
-                                                c.kv.k(layer), c.kv.v(layer), norm, rope, c.stream));
-  } else {
-    FT_RETURN_IF_ERROR(c.ops.rope(q, c.step.positions, inv_freq, q, rope, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.rope(k, c.step.positions, inv_freq, k, rope, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream));
-  }
+  // q_norm and k_norm undefined (gpt-oss): rope and the store alone.
+  FT_RETURN_IF_ERROR(c.ops.qk_norm_rope_store(q, k, v, q_norm, k_norm, c.step.positions, inv_freq, c.step.slots,
+                                              c.kv.k(layer), c.kv.v(layer), norm, rope, c.stream));
   const Tensor attn_rows = rows(s.attn, n);  // [n, H hd]
   FT_RETURN_IF_ERROR(c.ops.attention(q, c.kv.k(layer), c.kv.v(layer), c.step.meta,
                                      split_heads(attn_rows, n_head, head_dim), attn, c.stream));

@@ -24,12 +24,14 @@ struct QkCase {
   bool gated;  // each query head followed by its gate in the row
   bool zero_centered, interleaved;
   float factor;
+  bool normed = true;  // false: no q/k norm weights (gpt-oss), rope and the store alone
 };
 
 inline constexpr QkCase kQkCases[] = {
     {"qwen3", 32, 4, 128, 128, false, false, false, 1.0f},
     {"qwen3.5", 16, 2, 256, 64, true, true, false, 1.0f},
     {"interleaved partial", 3, 1, 80, 40, false, false, true, 1.3f},
+    {"gpt-oss, no q/k norm", 64, 8, 64, 64, false, false, false, 1.3466f, false},
 };
 
 struct QkProblem {
@@ -78,9 +80,11 @@ inline QkProblem make_qk_problem(const QkCase& c, DType act, DType weight, DType
   p.q = head_view(p.rows, 0, c.n_head, c.hd, (c.gated ? 2 : 1) * c.hd);
   p.k = head_view(p.rows, q_cols, c.n_kv, c.hd, c.hd);
   p.v = head_view(p.rows, q_cols + kv_cols, c.n_kv, c.hd, c.hd);
-  p.q_w = make_tensor(weight, {c.hd});
-  p.k_w = make_tensor(weight, {c.hd});
-  fill_normal(p.q_w, 81, c.zero_centered ? 0.1 : 1.0), fill_normal(p.k_w, 82, c.zero_centered ? 0.1 : 1.0);
+  if (c.normed) {
+    p.q_w = make_tensor(weight, {c.hd});
+    p.k_w = make_tensor(weight, {c.hd});
+    fill_normal(p.q_w, 81, c.zero_centered ? 0.1 : 1.0), fill_normal(p.k_w, 82, c.zero_centered ? 0.1 : 1.0);
+  }
   p.positions = make_tensor(DType::kI32, {n});
   const int positions[] = {0, 1, 5, 127, 4096, 31999, 131071};
   for (int64_t i = 0; i < n; ++i) set_value(p.positions, i, positions[i % 7] + i / 7);
@@ -136,11 +140,14 @@ inline Status run_qk_fused(const OpTable& ops, Stream& s, const QkProblem& p, co
                                 t.v_cache, p.norm, p.rope, s);
 }
 
-// The ops qk_norm_rope_store fuses, of `ops` on t, in place: rms_norm of q and k, rope of both, kv_store.
+// The ops qk_norm_rope_store fuses, of `ops` on t, in place: rms_norm of q and k (where the problem has norm
+// weights), rope of both, kv_store.
 inline Status run_qk_unfused(const OpTable& ops, Stream& s, const QkProblem& p, const QkTensors& t) {
   const Tensor q = t.q(), k = t.k();
-  FT_RETURN_IF_ERROR(ops.rms_norm(q, t.q_w, q, p.norm, s));
-  FT_RETURN_IF_ERROR(ops.rms_norm(k, t.k_w, k, p.norm, s));
+  if (t.q_w.defined()) {
+    FT_RETURN_IF_ERROR(ops.rms_norm(q, t.q_w, q, p.norm, s));
+    FT_RETURN_IF_ERROR(ops.rms_norm(k, t.k_w, k, p.norm, s));
+  }
   FT_RETURN_IF_ERROR(ops.rope(q, t.positions, t.inv_freq, q, p.rope, s));
   FT_RETURN_IF_ERROR(ops.rope(k, t.positions, t.inv_freq, k, p.rope, s));
   return ops.kv_store(k, t.v(), t.slots, t.k_cache, t.v_cache, s);

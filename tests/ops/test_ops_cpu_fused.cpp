@@ -66,6 +66,10 @@ TEST(OpsCpu, QkNormRopeStore) {
             expect_close(got.rows, unfused.rows, 0, what + " vs rms_norm + rope + kv_store");
             expect_close(got.k_cache, unfused.k_cache, 0, what + " k cache vs kv_store");
             expect_close(got.v_cache, unfused.v_cache, 0, what + " v cache vs kv_store");
+            if (!p.q_w.defined()) return;
+            QkTensors one_norm = host_copies(p);
+            one_norm.k_w = Tensor{};
+            EXPECT_FALSE(run_qk_fused(env.cpu, env.cpu_stream, p, one_norm).ok()) << what << ": q_w without k_w";
           });
         }
 }

@@ -18,8 +18,8 @@ QkTensors device_copies(const CudaEnv& env, const QkProblem& p) {
   return {env.up(p.rows),
           env.up(p.k_cache),
           env.up(p.v_cache),
-          env.up(p.q_w),
-          env.up(p.k_w),
+          p.q_w.defined() ? env.up(p.q_w) : Tensor{},
+          p.k_w.defined() ? env.up(p.k_w) : Tensor{},
           env.up(p.positions),
           env.up(p.inv_freq),
           env.up(p.slots),
@@ -168,6 +168,10 @@ TEST(OpsCuda, QkNormRopeStore) {
             expect_close(got_rows, env.down(unfused.rows), 0, what + " vs rms_norm + rope + kv_store");
             expect_close(got_k, env.down(unfused.k_cache), 0, what + " k cache vs kv_store");
             expect_close(got_v, env.down(unfused.v_cache), 0, what + " v cache vs kv_store");
+            if (!p.q_w.defined()) continue;
+            QkTensors one_norm = device_copies(env, p);
+            one_norm.k_w = Tensor{};
+            EXPECT_FALSE(run_qk_fused(env.ops(), env.stream(), p, one_norm).ok()) << what << ": q_w without k_w";
           }
 }
 

@@ -1,7 +1,8 @@
 // qk_norm_rope_store: one block per (token, head). A head of q or k is normalised as rms_norm does (norm.cuh: the
-// same sums, the same rounding), staged in shared memory rounded to the activation dtype, rotated as rope does
-// (rope.cuh) and written back in place; a head of k is also written to its cache slot, a head of v only copied
-// there, as kv_store does. The values of rms_norm, rope and kv_store in one launch.
+// same sums, the same rounding; without norm weights, as gpt-oss's attention, copied as it is), staged in shared
+// memory rounded to the activation dtype, rotated as rope does (rope.cuh) and written back in place; a head of k is
+// also written to its cache slot, a head of v only copied there, as kv_store does. The values of rms_norm, rope and
+// kv_store in one launch.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/norm.cuh"
@@ -22,7 +23,8 @@ struct Heads {
   __device__ T* at(int64_t t, int64_t h) const { return p + t * tok + h * head; }
 };
 
-// Block (t, h): head h of token t, q's heads first, then k's, then v's. A slot out of range stores nothing.
+// Block (t, h): head h of token t, q's heads first, then k's, then v's. A slot out of range stores nothing. q_w and
+// k_w null: no norm.
 template <class T, class TW, class TC>
 __global__ void __launch_bounds__(kNormMaxBlock)
     qk_norm_rope_store_kernel(Heads<T> q, Heads<T> k, Heads<const T> v, const TW* q_w, const TW* k_w,
@@ -54,8 +56,12 @@ __global__ void __launch_bounds__(kNormMaxBlock)
   const bool is_q = h < q.n;
   T* x = is_q ? q.at(t, h) : k.at(t, h - q.n);
   TC* kc = !is_q && store ? k_cache + (slot * k.n + h - q.n) * hd : nullptr;  // the key's cache row
-  rms_norm_row([&](int64_t j) { return to_f32(x[j]); }, x, is_q ? q_w : k_w, staged, hd, eps,
-               zero_centered ? 1.0f : 0.0f, red);
+  if (q_w) {
+    rms_norm_row([&](int64_t j) { return to_f32(x[j]); }, x, is_q ? q_w : k_w, staged, hd, eps,
+                 zero_centered ? 1.0f : 0.0f, red);
+  } else {
+    for (int64_t i = threadIdx.x; i < hd; i += blockDim.x) staged[i] = x[i];
+  }
   __syncthreads();  // every read of x is done, and the staged row is whole
   const int64_t step = interleaved ? 2 : 1, other = interleaved ? 1 : half;
   for (int64_t i = threadIdx.x, e = 0; i < half; i += blockDim.x, ++e) {
@@ -88,8 +94,8 @@ __global__ void __launch_bounds__(kNormMaxBlock)
 Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16, in place
                           const Tensor& k,          // [n, n_kv, hd] q's dtype, in place
                           const Tensor& v,          // [n, n_kv, hd_v] q's dtype
-                          const Tensor& q_w,        // [hd] f32/bf16
-                          const Tensor& k_w,        // [hd] q_w's dtype
+                          const Tensor& q_w,        // [hd] f32/bf16, or undefined: no norm
+                          const Tensor& k_w,        // [hd] q_w's dtype, defined with q_w
                           const Tensor& positions,  // [n] i32
                           const Tensor& inv_freq,   // [rot_dim / 2] f32
                           const Tensor& slots,      // [n] i32: page * page_size + row
@@ -99,7 +105,9 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
   const char* op = "qk_norm_rope_store";
   FT_RETURN_IF_ERROR(device_check(op, {&q, &k, &v, &q_w, &k_w, &positions, &inv_freq, &slots, &k_cache, &v_cache}));
   if (!is_fb(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype) return dtype_error(op, "q/k/v", q);
-  if (!is_fb(q_w.dtype) || k_w.dtype != q_w.dtype) return dtype_error(op, "q_w/k_w", q_w);
+  const bool normed = q_w.defined();
+  if (k_w.defined() != normed) return shape_error(op, "q_w and k_w must be both given or both undefined");
+  if (normed && (!is_fb(q_w.dtype) || k_w.dtype != q_w.dtype)) return dtype_error(op, "q_w/k_w", q_w);
   if (!is_fb(k_cache.dtype) || v_cache.dtype != k_cache.dtype) return dtype_error(op, "cache", k_cache);
   if (positions.dtype != DType::kI32) return dtype_error(op, "positions", positions);
   if (slots.dtype != DType::kI32) return dtype_error(op, "slots", slots);
@@ -107,10 +115,10 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
   if (q.ndim != 3 || k.ndim != 3 || v.ndim != 3 || k_cache.ndim != 4 || v_cache.ndim != 4)
     return shape_error(op, "q, k, v [n, heads, hd] and caches [n_pages, page_size, n_kv, hd] expected");
   const int64_t n = q.dim(0), n_kv = k.dim(1), hd = q.dim(2), hd_v = v.dim(2), half = rp.rot_dim / 2;
-  if (k.dim(0) != n || v.dim(0) != n || v.dim(1) != n_kv || k.dim(2) != hd || q_w.numel() != hd || k_w.numel() != hd ||
-      !k_cache.is_contiguous() || !v_cache.is_contiguous() || k_cache.dim(2) != n_kv || k_cache.dim(3) != hd ||
-      v_cache.dim(2) != n_kv || v_cache.dim(3) != hd_v || v_cache.dim(0) != k_cache.dim(0) ||
-      v_cache.dim(1) != k_cache.dim(1))
+  if (k.dim(0) != n || v.dim(0) != n || v.dim(1) != n_kv || k.dim(2) != hd ||
+      (normed && (q_w.numel() != hd || k_w.numel() != hd)) || !k_cache.is_contiguous() || !v_cache.is_contiguous() ||
+      k_cache.dim(2) != n_kv || k_cache.dim(3) != hd || v_cache.dim(2) != n_kv || v_cache.dim(3) != hd_v ||
+      v_cache.dim(0) != k_cache.dim(0) || v_cache.dim(1) != k_cache.dim(1))
     return shape_error(op, "q " + q.shape_string() + ", k " + k.shape_string() + ", v " + v.shape_string() + ", q_w " +
                                q_w.shape_string() + ", k_w " + k_w.shape_string() + ", caches " +
                                k_cache.shape_string() + " / " + v_cache.shape_string() + " do not match");
@@ -123,7 +131,7 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
   if (n > INT32_MAX || heads > 65535 || hd > kMaxHeadDim) return shape_error(op, "too large");
   const CudaStream& cs = cuda_stream(s);
   cudaError_t err = cudaSuccess;
-  with_types({q.dtype, q_w.dtype, k_cache.dtype}, [&](auto tq, auto tw, auto tc) {
+  with_types({q.dtype, normed ? q_w.dtype : DType::kBF16, k_cache.dtype}, [&](auto tq, auto tw, auto tc) {
     using T = decltype(tq);
     using TW = decltype(tw);
     using TC = decltype(tc);
@@ -131,12 +139,11 @@ Status qk_norm_rope_store(const Tensor& q,          // [n, n_head, hd] f32/bf16,
     const size_t staged_bytes = static_cast<size_t>(hd) * sizeof(T);
     err = launch_pdl(
         cs.pdl(), qk_norm_rope_store_kernel<T, TW, TC>, grid, dim3(norm_row_block(hd)), staged_bytes, cs.get(),
-        Heads<T>{q.ptr<T>(), q.stride[0], q.stride[1], q.dim(1)},
-        Heads<T>{k.ptr<T>(), k.stride[0], k.stride[1], n_kv},
-        Heads<const T>{v.ptr<const T>(), v.stride[0], v.stride[1], n_kv}, q_w.ptr<const TW>(), k_w.ptr<const TW>(),
-        positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), slots.ptr<const int32_t>(),
-        k_cache.dim(0) * k_cache.dim(1), k_cache.ptr<TC>(), v_cache.ptr<TC>(), hd, hd_v, half, norm.eps,
-        norm.zero_centered, rp.interleaved, rp.attention_factor);
+        Heads<T>{q.ptr<T>(), q.stride[0], q.stride[1], q.dim(1)}, Heads<T>{k.ptr<T>(), k.stride[0], k.stride[1], n_kv},
+        Heads<const T>{v.ptr<const T>(), v.stride[0], v.stride[1], n_kv}, normed ? q_w.ptr<const TW>() : nullptr,
+        normed ? k_w.ptr<const TW>() : nullptr, positions.ptr<const int32_t>(), inv_freq.ptr<const float>(),
+        slots.ptr<const int32_t>(), k_cache.dim(0) * k_cache.dim(1), k_cache.ptr<TC>(), v_cache.ptr<TC>(), hd, hd_v,
+        half, norm.eps, norm.zero_centered, rp.interleaved, rp.attention_factor);
   });
   return cuda_status(err, op);
 }

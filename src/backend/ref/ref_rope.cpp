@@ -37,8 +37,12 @@ Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, con
                           const Tensor& positions, const Tensor& inv_freq, const Tensor& slots, const Tensor& k_cache,
                           const Tensor& v_cache, const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
   // Each norm's output is rounded to the tensor's dtype before the rotation reads it.
-  FT_RETURN_IF_ERROR(rms_norm(q, q_w, q, norm, s));
-  FT_RETURN_IF_ERROR(rms_norm(k, k_w, k, norm, s));
+  if (q_w.defined() != k_w.defined())
+    return invalid_argument("qk_norm_rope_store: q_w and k_w must be both given or both undefined");
+  if (q_w.defined()) {
+    FT_RETURN_IF_ERROR(rms_norm(q, q_w, q, norm, s));
+    FT_RETURN_IF_ERROR(rms_norm(k, k_w, k, norm, s));
+  }
   FT_RETURN_IF_ERROR(rope(q, positions, inv_freq, q, rope_p, s));
   FT_RETURN_IF_ERROR(rope(k, positions, inv_freq, k, rope_p, s));
   return kv_store(k, v, slots, k_cache, v_cache, s);
