@@ -106,12 +106,13 @@ constexpr int kDownMaxK = 32;  // experts per token the block-per-rows down kern
 // 16-byte chunks of each bf16 row in flight per lane, and blocks an SM: one-token steps keep 4 (a whole row up to 1024
 // wide) at 2 blocks an SM; steps of several tokens keep 3 (a whole 768-wide row, Qwen3-30B-A3B's) at 3 blocks an SM
 // (80 registers), so that 4 tokens' 2048 blocks take 5.2 waves instead of 7.8 (H200: batch 4 +2.4%, batch 3 after an
-// 8192-token prompt +1.9%; one-token steps lost 0.7% this way, docs/perf.md). The chunks are summed in the same order
+// 8192-token prompt +1.9%; one-token steps lost 0.7% this way, docs/perf.md). So do one-token steps of row groups
+// (kGrouped): gpt-oss-20b's 360 blocks are one wave at 3 an SM, 1.4 at 2. The chunks are summed in the same order
 // either way. f32 weights take half the chunks, rounded down (twice the registers each; 2 at 80 registers spill).
-template <bool kOnce>
-inline constexpr int kDownBatch = kOnce ? 4 : 3;
-template <bool kOnce>
-inline constexpr int kDownBlocks = kOnce ? 2 : 3;
+template <bool kOnce, bool kGrouped>
+inline constexpr int kDownBatch = kOnce && !kGrouped ? 4 : 3;
+template <bool kOnce, bool kGrouped>
+inline constexpr int kDownBlocks = kOnce && !kGrouped ? 2 : 3;
 
 // Row groups of a down block: with fewer experts per token than warps (kGrouped), the warps take several groups of
 // kDownRows rows (gpt-oss's 4 experts: two groups), so that none idles; a warp's work stays one expert's kDownRows
@@ -127,9 +128,9 @@ __host__ __device__ inline int down_row_groups(int64_t k) {
 // order). Each warp loads its first batch of weights before waiting for gate_up: the ids come from the router two
 // launches back (pdl.cuh), so the weights are on their way during gate_up's last blocks.
 template <class TW, class TO, bool kOnce, bool kPlain, bool kGrouped>
-__global__ void __launch_bounds__(kDownWarps * 32, kDownBlocks<kOnce>) decode_down_kernel(ExpertArgs a) {
+__global__ void __launch_bounds__(kDownWarps * 32, kDownBlocks<kOnce, kGrouped>) decode_down_kernel(ExpertArgs a) {
   __shared__ float part[kDownMaxK * kDownRows];  // [k][G kDownRows]: each expert's weighted dots
-  constexpr int kBatch = sizeof(TW) == 2 ? kDownBatch<kOnce> : kDownBatch<kOnce> / 2;
+  constexpr int kBatch = sizeof(TW) == 2 ? kDownBatch<kOnce, kGrouped> : kDownBatch<kOnce, kGrouped> / 2;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int groups = kGrouped ? down_row_groups(a.k) : 1, group = kGrouped ? warp / static_cast<int>(a.k) : 0;
   const int block_rows = groups * kDownRows;
