@@ -32,11 +32,17 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // Weight bytes one decode step of `batch` tokens reads: everything but the embedding table (batch rows of
 // it) and the experts no token picks; with uniform routing a step touches E (1 - (1 - k/E)^batch) experts.
+// MXFP4 experts count as the bf16 they load as (io/mxfp4.h: a byte of `_blocks` holds two values; `_scales` none).
 double weight_bytes_per_step(const SafetensorsArchive& ckpt, const ModelConfig& c, int64_t batch) {
   double dense = 0, experts = 0, embed_row = 0;
   for (const auto& name : ckpt.names()) {
     const TensorInfo* t = ckpt.find(name);
-    if (name.find(".mlp.experts.") != std::string::npos) experts += static_cast<double>(t->nbytes);
+    if (name.ends_with("_blocks"))
+      experts += 4.0 * static_cast<double>(t->nbytes);
+    else if (name.ends_with("_scales"))
+      continue;
+    else if (name.find(".mlp.experts.") != std::string::npos)
+      experts += static_cast<double>(t->nbytes);
     else if (name.find("embed_tokens") != std::string::npos) embed_row = static_cast<double>(t->nbytes) / static_cast<double>(c.vocab_size);
     else dense += static_cast<double>(t->nbytes);
   }

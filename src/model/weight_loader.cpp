@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include "io/mxfp4.h"
+
 namespace ft {
 
 WeightLoader::WeightLoader(const SafetensorsArchive& checkpoint, Backend& backend, DType act_dtype,
@@ -64,8 +66,8 @@ DType WeightLoader::target_dtype(DType stored) const {
 
 void WeightLoader::done(const std::string& name, size_t bytes) {
   used_.push_back(name);
-  loaded_bytes_ += bytes;
-  if (progress_) progress_->update(loaded_bytes_ + host_bytes_);
+  read_bytes_ += bytes;
+  if (progress_) progress_->update(read_bytes_);
 }
 
 Result<const TensorInfo*> WeightLoader::checked(const std::string& name, const std::vector<int64_t>& shape) {
@@ -84,6 +86,7 @@ Result<Tensor> WeightLoader::get(const std::string& name, std::vector<int64_t> s
   if (backend_.device().is_cpu() && target_dtype(info->dtype) == info->dtype && shape.size() <= kMaxDims) {
     FT_ASSIGN_OR_RETURN(Tensor view, checkpoint_.tensor(name));
     done(name, info->nbytes);
+    loaded_bytes_ += info->nbytes;
     return view;
   }
   return assemble({name}, std::move(shape), target_dtype(info->dtype));
@@ -112,8 +115,12 @@ Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t 
                                              const std::string& shared, int64_t n_shared) {
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
-    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
-    return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d}, target_dtype(info->dtype));
+    if (mxfp4_experts(prefix))
+      FT_RETURN_IF_ERROR(checked_mxfp4(prefix + ".gate_up_proj", {n_expert, 2 * inter, d}));
+    else
+      FT_RETURN_IF_ERROR(checked(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}).status());
+    FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+    return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d}, dtype);
   }
   std::vector<Block> blocks;
   DType dtype = DType::kF32;
@@ -137,8 +144,12 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
                                           const std::string& shared, int64_t n_shared) {
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
-    FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".down_proj", {n_expert, inter, d}));
-    return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter}, target_dtype(info->dtype));
+    if (mxfp4_experts(prefix))
+      FT_RETURN_IF_ERROR(checked_mxfp4(prefix + ".down_proj", {n_expert, d, inter}));
+    else
+      FT_RETURN_IF_ERROR(checked(prefix + ".down_proj", {n_expert, inter, d}).status());
+    FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+    return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter}, dtype);
   }
   std::vector<Block> blocks;
   DType dtype = DType::kF32;
@@ -195,6 +206,55 @@ size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, boo
   return R * C;
 }
 
+size_t WeightLoader::copy_expert_rows_mxfp4(const std::string& name, int64_t e, bool deinterleave, DType dtype,
+                                            unsigned char* dst, size_t at) const {
+  const SafetensorsFile *bf = nullptr, *sf = nullptr;
+  const TensorInfo* blocks = checkpoint_.find(name + "_blocks", &bf);
+  const TensorInfo* scales = checkpoint_.find(name + "_scales", &sf);
+  const int64_t R = blocks->shape[1], groups = blocks->shape[2], C = groups * kMxfp4Group;
+  const uint8_t* b = bf->tensor_data(*blocks) + static_cast<size_t>(e * R * groups * kMxfp4GroupBytes);
+  const uint8_t* s = sf->tensor_data(*scales) + static_cast<size_t>(e * R * groups);
+  std::vector<float> row(static_cast<size_t>(C));
+  for (int64_t j = 0; j < R; ++j) {
+    const int64_t from = !deinterleave ? j : j < R / 2 ? 2 * j : 2 * (j - R / 2) + 1;
+    dequantize_mxfp4_row(b + from * groups * kMxfp4GroupBytes, s + from * groups, groups, row.data());
+    convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst,
+                     at + static_cast<size_t>(j * C), static_cast<size_t>(C));
+  }
+  return static_cast<size_t>(R * C);
+}
+
+size_t WeightLoader::copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
+                                 size_t at) const {
+  return has(name) ? copy_expert_columns(name, e, deinterleave, dtype, dst, at)
+                   : copy_expert_rows_mxfp4(name, e, deinterleave, dtype, dst, at);
+}
+
+Status WeightLoader::checked_mxfp4(const std::string& name, const std::vector<int64_t>& shape) {
+  const int64_t groups = shape[2] / kMxfp4Group;
+  if (shape[2] % kMxfp4Group != 0)
+    return corrupt_file(checkpoint_.dir() + ": tensor '" + name + "_blocks' is MXFP4, whose rows hold groups of 32, " +
+                        "but the config implies rows of " + std::to_string(shape[2]));
+  for (const auto& [part, want] :
+       {std::pair{name + "_blocks", std::vector<int64_t>{shape[0], shape[1], groups, kMxfp4GroupBytes}},
+        std::pair{name + "_scales", std::vector<int64_t>{shape[0], shape[1], groups}}}) {
+    const TensorInfo* info = checkpoint_.find(part);
+    if (!info) return not_found(checkpoint_.dir() + ": tensor '" + part + "' not found in the checkpoint");
+    if (info->dtype != DType::kU8)
+      return corrupt_file(checkpoint_.dir() + ": tensor '" + part + "' has dtype " + dtype_name(info->dtype) +
+                          ", MXFP4 is stored as U8");
+    if (info->shape != want)
+      return corrupt_file(checkpoint_.dir() + ": tensor '" + part + "' has shape " + shape_str(info->shape) +
+                          ", the config implies " + shape_str(want));
+  }
+  return ok_status();
+}
+
+std::vector<std::string> WeightLoader::stored_parts(const std::string& name) const {
+  if (has(name)) return {name};
+  return {name + "_blocks", name + "_scales"};
+}
+
 size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const {
   const SafetensorsFile* file = nullptr;
   const TensorInfo* info = checkpoint_.find(name, &file);
@@ -215,6 +275,7 @@ size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst,
 }
 
 Result<DType> WeightLoader::expert_dtype(const std::string& prefix) const {
+  if (mxfp4_experts(prefix)) return target_dtype(DType::kBF16);  // its values are exact in bf16
   const std::string name = fused_experts(prefix) ? prefix + ".gate_up_proj" : prefix + ".0.gate_proj.weight";
   const TensorInfo* info = checkpoint_.find(name);
   if (!info) return not_found(checkpoint_.dir() + ": tensor '" + name + "' not found in the checkpoint");
@@ -234,9 +295,13 @@ Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& st
     if (sh.biases)
       parts.insert(parts.end(),
                    {{".gate_up_proj_bias", {sh.n_expert, 2 * sh.inter}}, {".down_proj_bias", {sh.n_expert, sh.d}}});
+    const bool mxfp4 = mxfp4_experts(prefix);
     for (const auto& [part, shape] : parts) {
       names.push_back(prefix + part);
-      FT_RETURN_IF_ERROR(checked(names.back(), shape).status());
+      if (mxfp4 && shape.size() == 3)  // the weights; MXFP4's [n_expert, rows, cols] is the transpose of these
+        FT_RETURN_IF_ERROR(checked_mxfp4(names.back(), {shape[0], shape[2], shape[1]}));
+      else
+        FT_RETURN_IF_ERROR(checked(names.back(), shape).status());
     }
   } else {
     if (sh.biases) return unsupported(prefix + ": expert biases need the fused expert tensors");
@@ -255,16 +320,14 @@ Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& st
     auto* dst = static_cast<unsigned char*>(store.record(moe_layer, e));
     size_t at = 0;
     if (fused) {
-      for (size_t i = 0; i < names.size(); ++i) at += copy_expert_columns(names[i], e, i % 2 == 0, sh.dtype, dst, at);
+      for (size_t i = 0; i < names.size(); ++i) at += copy_expert(names[i], e, i % 2 == 0, sh.dtype, dst, at);
     } else {
       for (int part = 0; part < 3; ++part)
         at += copy_converted(names[static_cast<size_t>(3 * e + part)], sh.dtype, dst, at);
     }
   });
-  for (const auto& name : names) {
-    used_.push_back(name);
-    if (progress_) progress_->update(loaded_bytes_ + (host_bytes_ += checkpoint_.find(name)->nbytes));
-  }
+  for (const auto& name : names)
+    for (const auto& part : stored_parts(name)) done(part, checkpoint_.find(part)->nbytes);
   return ok_status();
 }
 
@@ -294,14 +357,15 @@ Result<Tensor> WeightLoader::assemble_fused(const std::string& name, bool deinte
   auto* dst = static_cast<unsigned char*>(host->data());
   const size_t per_expert = numel_of(shape) / static_cast<size_t>(shape[0]);
   for_each_expert_in_parallel(shape[0], [&](int64_t e) {
-    copy_expert_columns(name, e, deinterleave, dtype, dst, static_cast<size_t>(e) * per_expert);
+    copy_expert(name, e, deinterleave, dtype, dst, static_cast<size_t>(e) * per_expert);
   });
-  done(name, checkpoint_.find(name)->nbytes);
+  for (const auto& part : stored_parts(name)) done(part, checkpoint_.find(part)->nbytes);
   return place(std::move(host), shape, dtype);
 }
 
 Result<Tensor> WeightLoader::place(std::shared_ptr<Buffer> host, const std::vector<int64_t>& shape, DType dtype) {
   Tensor host_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), std::move(host));
+  loaded_bytes_ += host_tensor.nbytes();
   if (backend_.device().is_cpu()) return host_tensor;
   FT_ASSIGN_OR_RETURN(auto dev, backend_.allocate(host_tensor.nbytes()));
   Tensor dev_tensor = Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), dev);

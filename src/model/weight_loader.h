@@ -30,7 +30,9 @@ class WeightLoader {
   // The experts of one MoE layer under `prefix` (".../mlp.experts"): gate_up [n_expert, 2 * inter, d] (gate rows,
   // then up rows) and down [n_expert, d, inter]. From per-expert `prefix.E.{gate,up,down}_proj.weight` tensors, or
   // from gpt-oss's fused `prefix.gate_up_proj` [n_expert, d, 2 * inter] (gate and up columns interleaved) and
-  // `prefix.down_proj` [n_expert, inter, d], transposed. With n_shared > 0 (per-expert tensors only), the dense MLP
+  // `prefix.down_proj` [n_expert, inter, d], transposed, or from those two in MXFP4 (io/mxfp4.h: `_blocks` and
+  // `_scales` of [n_expert, 2 * inter, d] with gate and up rows interleaved, and [n_expert, d, inter]), dequantized
+  // to bf16 (f32 on the host). With n_shared > 0 (per-expert tensors only), the dense MLP
   // `shared`.{gate,up,down}_proj of n_shared * inter rows follows as n_shared more experts, each its next inter rows
   // of gate and up and columns of down (an MLP is the sum of those slices' MLPs): [n_expert + n_shared, ...].
   Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
@@ -48,7 +50,8 @@ class WeightLoader {
   // The same experts (and their biases, where the store's shape has them) into the records of moe layer `moe_layer`
   // of a host expert store (converted to its dtype), read by several threads at once.
   Status experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer);
-  // Bytes placed on the backend (what the memory plan counts; the expert store is host memory).
+  // Bytes placed on the backend, as placed (converted, dequantized): what the memory plan counts; the expert store is
+  // host memory.
   size_t loaded_bytes() const { return loaded_bytes_; }
   // Names of checkpoint tensors never asked for (a sign of a wrong architecture mapping).
   std::vector<std::string> unused() const;
@@ -65,10 +68,12 @@ class WeightLoader {
   Result<Tensor> assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype);
   Result<Tensor> assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype);
   // Every expert of a fused [n_expert, R, C] (or [n_expert, C]: R = 1) tensor, transposed by copy_expert_columns, as
-  // one new tensor [n_expert, C, R] (the 2-d form: [n_expert, C]).
+  // one new tensor [n_expert, C, R] (the 2-d form: [n_expert, C]); of an MXFP4 one, its rows dequantized
+  // (copy_expert_rows_mxfp4) into [n_expert, R, C] of its dequantized shape.
   Result<Tensor> assemble_fused(const std::string& name, bool deinterleave, std::vector<int64_t> shape, DType dtype);
   // A host tensor placed on the backend (itself on a host backend).
   Result<Tensor> place(std::shared_ptr<Buffer> host, const std::vector<int64_t>& shape, DType dtype);
+  // Records a checkpoint tensor as read (bytes of it: the progress bar).
   void done(const std::string& name, size_t bytes);
   // Copies tensor `name` into dst from element `at` on, converting to dtype; returns its element count.
   size_t copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const;
@@ -78,7 +83,19 @@ class WeightLoader {
   // column j of the expert's matrix, or with `deinterleave` column 2j for j < C / 2 and 2 (j - C / 2) + 1 after.
   size_t copy_expert_columns(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
                              size_t at) const;
-  bool fused_experts(const std::string& prefix) const { return has(prefix + ".gate_up_proj"); }
+  // Expert e of an MXFP4 tensor `name` (its _blocks and _scales, [n_expert, R, C] dequantized) as R rows of C, row j
+  // being row j, or with `deinterleave` row 2j for j < R / 2 and 2 (j - R / 2) + 1 after.
+  size_t copy_expert_rows_mxfp4(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
+                                size_t at) const;
+  // Expert e of fused tensor `name`, stored plainly (copy_expert_columns) or in MXFP4 (copy_expert_rows_mxfp4).
+  size_t copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
+                     size_t at) const;
+  // An MXFP4 tensor whose dequantized form is [n_expert, R, C]: its _blocks and _scales present, u8, of that shape.
+  Status checked_mxfp4(const std::string& name, const std::vector<int64_t>& shape);
+  // The checkpoint tensors that hold `name`: itself, or its MXFP4 _blocks and _scales.
+  std::vector<std::string> stored_parts(const std::string& name) const;
+  bool mxfp4_experts(const std::string& prefix) const { return has(prefix + ".gate_up_proj_blocks"); }
+  bool fused_experts(const std::string& prefix) const { return has(prefix + ".gate_up_proj") || mxfp4_experts(prefix); }
 
   const SafetensorsArchive& checkpoint_;
   Backend& backend_;
@@ -86,7 +103,7 @@ class WeightLoader {
   std::vector<std::string> used_;
   std::unique_ptr<ProgressBar> progress_;
   size_t loaded_bytes_ = 0;
-  size_t host_bytes_ = 0;  // into the expert store
+  size_t read_bytes_ = 0;  // checkpoint bytes read so far, into the backend or the expert store: the progress bar
 };
 
 }  // namespace ft

@@ -110,14 +110,18 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Attention sinks, sliding-window layers (window 8) between full ones, q/k/v/o biases, YaRN rope (factor 32, not
 // truncated), a router with a bias and softmax over the top-k logits, experts with biases and the clamped SwiGLU,
-// fused and interleaved in the checkpoint. models_alt: hidden 96, vocab 1000 (seed 777).
+// fused and interleaved in the checkpoint. models_alt: hidden 96, vocab 1000 (seed 777). models_mxfp4: models/'s with
+// its experts in MXFP4 (random codes and scales), the reference over them as transformers dequantizes them
+// (scripts/fixtures/make_mxfp4_fixture.py).
 INSTANTIATE_TEST_SUITE_P(GptOss, ModelLogits,
                          testing::Values(Case{"models/gpt_oss", "ref", 0}, Case{"models/gpt_oss", "cpu", 0},
                                          Case{"models/gpt_oss", "cpu", 1}, Case{"models/gpt_oss", "cpu", 5},
                                          Case{"models/gpt_oss", "cpu", 16}, Case{"models_alt/gpt_oss", "ref", 0},
                                          Case{"models_alt/gpt_oss", "cpu", 0}, Case{"models_alt/gpt_oss", "cpu", 1},
                                          Case{"models_alt/gpt_oss", "cpu", 5},
-                                         Case{"models/gpt_oss", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096}),
+                                         Case{"models/gpt_oss", "cpu", 5, kMaxRelL2, kMaxRelL2, 4096},
+                                         Case{"models_mxfp4/gpt_oss", "ref", 0}, Case{"models_mxfp4/gpt_oss", "cpu", 0},
+                                         Case{"models_mxfp4/gpt_oss", "cpu", 5}),
                          case_name);
 
 }  // namespace

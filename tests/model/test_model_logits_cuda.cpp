@@ -108,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(DeepseekV3, CudaLogitsF32,
 INSTANTIATE_TEST_SUITE_P(GptOss, CudaLogitsF32,
                          testing::Values(F32Case{"models/gpt_oss", 0}, F32Case{"models/gpt_oss", 1},
                                          F32Case{"models/gpt_oss", 5}, F32Case{"models_alt/gpt_oss", 0},
-                                         F32Case{"models_alt/gpt_oss", 5}),
+                                         F32Case{"models_alt/gpt_oss", 5}, F32Case{"models_mxfp4/gpt_oss", 0},
+                                         F32Case{"models_mxfp4/gpt_oss", 5}),
                          f32_name);
 
 // transformers 5.17 in bfloat16 against the same float64 references, per fixture: the positions of both reference

@@ -166,7 +166,7 @@ std::vector<F32Case> f32_cases() {
     for (auto [model, bound] :
          {std::pair{"models/qwen3_moe", 1e-5}, std::pair{"models_alt/qwen3_moe", 1e-5},
           std::pair{"models/qwen3_5_moe", kGdnShort}, std::pair{"models/deepseek_v3", 1e-5},
-          std::pair{"models/gpt_oss", 1e-5},
+          std::pair{"models/gpt_oss", 1e-5}, std::pair{"models_mxfp4/gpt_oss", 1e-5},
           std::pair{"models_alt/qwen3_5_moe", std::string(device) == "cuda" ? kGdnAltShortCuda : kGdnAltShort}}) {
       out.push_back({{model, device, DType::kF32, MoeBackend::kCpu}, bound});
       out.push_back({{model, device, DType::kF32, MoeBackend::kHybrid}, bound});

@@ -9,14 +9,11 @@ namespace ft {
 namespace {
 
 // The tensors gpt-oss has beside those every decoder layer has: the loader takes them where present, so a checkpoint
-// without one would load and compute something else. MXFP4-quantised experts (gate_up_proj_blocks / _scales, as the
-// official checkpoints ship them) are not read yet.
+// without one would load and compute something else. The experts may be bf16 or MXFP4 (the official checkpoints'
+// `_blocks` and `_scales`, dequantized as they load: WeightLoader::experts_gate_up).
 Status check_layers(const ModelConfig& c, const SafetensorsArchive& ckpt) {
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    if (ckpt.contains(p + "mlp.experts.gate_up_proj_blocks"))
-      return unsupported(ckpt.dir() + ": tensor '" + p + "mlp.experts.gate_up_proj_blocks' holds MXFP4-quantised " +
-                         "experts, which are not supported yet (convert the checkpoint to bf16)");
     for (const char* name :
          {"self_attn.sinks", "mlp.router.bias", "mlp.experts.gate_up_proj_bias", "mlp.experts.down_proj_bias"})
       if (!ckpt.contains(p + name))
