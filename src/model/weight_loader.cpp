@@ -34,6 +34,10 @@ void convert_elements(DType from, const unsigned char* src, size_t src_at, DType
     const auto* s16 = reinterpret_cast<const uint16_t*>(src) + src_at;
     auto* d32 = reinterpret_cast<float*>(dst) + dst_at;
     for (size_t i = 0; i < n; ++i) d32[i] = bf16_to_f32(s16[i]);
+  } else if (from == DType::kF32 && to == DType::kBF16) {  // f32 checkpoints, dequantized MXFP4 rows
+    const auto* s32 = reinterpret_cast<const float*>(src) + src_at;
+    auto* d16 = reinterpret_cast<uint16_t*>(dst) + dst_at;
+    for (size_t i = 0; i < n; ++i) d16[i] = f32_to_bf16(s32[i]);
   } else {
     for (size_t i = 0; i < n; ++i) store_from_f64(to, dst, dst_at + i, load_as_f64(from, src, src_at + i));
   }
