@@ -38,9 +38,10 @@ TEST(OpsCuda, Matmul) {
   // {m, k}: k % 8 == 0 takes the GEMV (n <= 4), cuBLASLt (bf16 x bf16) and tensor-core (f32 x bf16: partial row
   // and column tiles, 300 rows in three row tiles, k = 4104 ending in a partial k step) paths, odd k and f32 weights
   // the CUDA-core tile GEMM. The GEMV has a one-wave variant for matrices the device holds at once and another past
-  // that (9000 rows), and loads a bf16 row wider than 2048 in one batch (4104).
-  const int64_t shapes[][2] = {{1, 1},      {17, 64},   {64, 17},    {1000, 33},
-                               {37, 2049},  {130, 256}, {300, 2048}, {48, 4104}, {9000, 64}};
+  // that (9000 rows), and loads a bf16 row wider than 2048 in one batch (4104; 2880, gpt-oss's width, in 12 chunks a
+  // lane).
+  const int64_t shapes[][2] = {{1, 1},     {17, 64},    {64, 17},   {1000, 33}, {37, 2049},
+                               {130, 256}, {300, 2048}, {48, 4104}, {40, 2880}, {9000, 64}};
   for (DType xd : {DType::kF32, DType::kBF16})
     for (DType wd : {DType::kF32, DType::kBF16})
       for (const auto& mk : shapes)

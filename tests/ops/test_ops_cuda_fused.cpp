@@ -35,11 +35,12 @@ double tol_for(DType out, double f32_tol) { return out == DType::kBF16 ? kBf16To
 // with bf16 weights take the fused GEMV (a block per 8 weight rows, each forming the normed rows; 130 rows: a last
 // block with idle warps; 5000: many blocks reading x while block 0 writes x_out and h), with and without delta, f32
 // and bf16 norm weights, zero-centred or not, with a bias (added to the fp32 sums); the rest add, rms_norm and matmul
-// (5 and 33 rows, f32 weights, d = 20, f32 rows of 4096 past the shared memory at 3 and 4 rows).
+// (5 and 33 rows, f32 weights, d = 20, f32 rows of 4096 past the shared memory at 3 and 4 rows). d = 2880: gpt-oss's
+// rows, 12 chunks a lane.
 TEST(OpsCuda, AddRmsNormMatmul) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
-  const int64_t shapes[][2] = {{20, 9}, {128, 24}, {2048, 130}, {2048, 5000}, {4096, 64}};
+  const int64_t shapes[][2] = {{20, 9}, {128, 24}, {2048, 130}, {2048, 5000}, {2880, 136}, {4096, 64}};
   for (DType ad : {DType::kF32, DType::kBF16})
     for (DType pd : {DType::kBF16, DType::kF32})
       for (const auto& dm : shapes)

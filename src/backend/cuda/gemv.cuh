@@ -112,7 +112,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32, MinBlocks) gemv_kernel(GemvAr
 }
 
 // Launches Family::kernel<B, MinBlocks> over the m weight rows: a whole 4096-wide bf16 row in flight per lane where
-// the registers allow it, else 2048 elements at a time; a matrix of up to Family::kOneWaveBlocks blocks per SM in
+// the registers allow it (rows up to 3072 wide, gpt-oss's 2880, in 12 chunks a lane at 3 blocks an SM: 80 registers
+// instead of 96-106 at 2), else 2048 elements at a time; a matrix of up to Family::kOneWaveBlocks blocks per SM in
 // one wave, at the registers that leaves, so that every row's first loads go out before the kernel before ends, and
 // one of a block more an SM in one wave too with half the chunks in flight (larger ones, lm_head, keep their
 // registers). The chunks are summed in the same order whatever B. On the H200's 132 SMs the fused norm's one-wave
@@ -126,8 +127,10 @@ cudaError_t launch_gemv_family(const GemvArgs& a, size_t smem, const CudaStream&
   };
   constexpr bool kNarrow = sizeof(TW) == 2 && N <= 2;  // few registers per chunk and row
   constexpr int kOneWaveBlocks = Family::kOneWaveBlocks;
-  if constexpr (kNarrow)
-    if (a.k > 2048) return go(Family::template kernel<16, 1>);
+  if constexpr (kNarrow) {
+    if (a.k > 3072) return go(Family::template kernel<16, 1>);
+    if (a.k > 2048) return go(Family::template kernel<12, 3>);
+  }
   if constexpr (kNarrow && N == 1) {
     if (a.m <= int64_t{kOneWaveBlocks} * kGemvWarps * cs.n_sm()) return go(Family::template kernel<8, kOneWaveBlocks>);
     if (a.m <= int64_t{kOneWaveBlocks + 1} * kGemvWarps * cs.n_sm())
