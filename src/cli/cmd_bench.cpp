@@ -18,6 +18,7 @@
 #include "cli/op_profiler.h"
 #include "cli/serve_flags.h"
 #include "engine/expert_setup.h"
+#include "io/mxfp4.h"
 #include "io/safetensors_archive.h"
 #include "model/model.h"
 #include "moe/bandwidth.h"
@@ -37,9 +38,9 @@ double weight_bytes_per_step(const SafetensorsArchive& ckpt, const ModelConfig& 
   double dense = 0, experts = 0, embed_row = 0;
   for (const auto& name : ckpt.names()) {
     const TensorInfo* t = ckpt.find(name);
-    if (name.ends_with("_blocks"))
+    if (name.ends_with(kMxfp4Blocks))
       experts += 4.0 * static_cast<double>(t->nbytes);
-    else if (name.ends_with("_scales"))
+    else if (name.ends_with(kMxfp4Scales))
       continue;
     else if (name.find(".mlp.experts.") != std::string::npos)
       experts += static_cast<double>(t->nbytes);

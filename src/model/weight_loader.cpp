@@ -6,8 +6,6 @@
 #include <cstring>
 #include <thread>
 
-#include "io/mxfp4.h"
-
 namespace ft {
 
 WeightLoader::WeightLoader(const SafetensorsArchive& checkpoint, Backend& backend, DType act_dtype,
@@ -47,6 +45,12 @@ size_t numel_of(const std::vector<int64_t>& shape) {
   for (int64_t s : shape) n *= static_cast<size_t>(s);
   return n;
 }
+
+// Where element j of n sits in a tensor whose halves are stored interleaved (gpt-oss's gate and up): 2j in the first
+// half, 2 (j - n / 2) + 1 in the second.
+size_t deinterleaved(size_t j, size_t n) { return j < n / 2 ? 2 * j : 2 * (j - n / 2) + 1; }
+std::string blocks_of(const std::string& name) { return name + std::string(kMxfp4Blocks); }
+std::string scales_of(const std::string& name) { return name + std::string(kMxfp4Scales); }
 
 // fn(e) for every expert e < n, on up to 16 threads (the copies out of a mapped checkpoint are large reads).
 template <class F>
@@ -119,10 +123,7 @@ Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t 
                                              const std::string& shared, int64_t n_shared) {
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
-    if (mxfp4_experts(prefix))
-      FT_RETURN_IF_ERROR(checked_mxfp4(prefix + ".gate_up_proj", {n_expert, 2 * inter, d}));
-    else
-      FT_RETURN_IF_ERROR(checked(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}).status());
+    FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
     FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
     return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d}, dtype);
   }
@@ -148,10 +149,7 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
                                           const std::string& shared, int64_t n_shared) {
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
-    if (mxfp4_experts(prefix))
-      FT_RETURN_IF_ERROR(checked_mxfp4(prefix + ".down_proj", {n_expert, d, inter}));
-    else
-      FT_RETURN_IF_ERROR(checked(prefix + ".down_proj", {n_expert, inter, d}).status());
+    FT_RETURN_IF_ERROR(checked_fused(prefix + ".down_proj", {n_expert, inter, d}));
     FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
     return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter}, dtype);
   }
@@ -190,7 +188,7 @@ size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, boo
   const auto R = static_cast<size_t>(matrix ? info->shape[1] : 1), C = static_cast<size_t>(info->shape.back());
   const unsigned char* src = file->tensor_data(*info);
   const size_t base = static_cast<size_t>(e) * R * C;
-  const auto col = [&](size_t j) { return !deinterleave ? j : j < C / 2 ? 2 * j : 2 * (j - C / 2) + 1; };
+  const auto col = [&](size_t j) { return deinterleave ? deinterleaved(j, C) : j; };
   // In tiles of 64 x 64, so that both the rows read and the rows written stay in cache.
   constexpr size_t kTile = 64;
   const bool same16 = info->dtype == dtype && dtype_bytes(dtype, 1) == 2;
@@ -213,19 +211,19 @@ size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, boo
 size_t WeightLoader::copy_expert_rows_mxfp4(const std::string& name, int64_t e, bool deinterleave, DType dtype,
                                             unsigned char* dst, size_t at) const {
   const SafetensorsFile *bf = nullptr, *sf = nullptr;
-  const TensorInfo* blocks = checkpoint_.find(name + "_blocks", &bf);
-  const TensorInfo* scales = checkpoint_.find(name + "_scales", &sf);
-  const int64_t R = blocks->shape[1], groups = blocks->shape[2], C = groups * kMxfp4Group;
-  const uint8_t* b = bf->tensor_data(*blocks) + static_cast<size_t>(e * R * groups * kMxfp4GroupBytes);
-  const uint8_t* s = sf->tensor_data(*scales) + static_cast<size_t>(e * R * groups);
-  std::vector<float> row(static_cast<size_t>(C));
-  for (int64_t j = 0; j < R; ++j) {
-    const int64_t from = !deinterleave ? j : j < R / 2 ? 2 * j : 2 * (j - R / 2) + 1;
-    dequantize_mxfp4_row(b + from * groups * kMxfp4GroupBytes, s + from * groups, groups, row.data());
-    convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst,
-                     at + static_cast<size_t>(j * C), static_cast<size_t>(C));
+  const TensorInfo* blocks = checkpoint_.find(blocks_of(name), &bf);
+  const TensorInfo* scales = checkpoint_.find(scales_of(name), &sf);
+  const auto R = static_cast<size_t>(blocks->shape[1]), groups = static_cast<size_t>(blocks->shape[2]);
+  const size_t C = groups * kMxfp4Group, row_bytes = groups * kMxfp4GroupBytes;
+  const uint8_t* b = bf->tensor_data(*blocks) + static_cast<size_t>(e) * R * row_bytes;
+  const uint8_t* s = sf->tensor_data(*scales) + static_cast<size_t>(e) * R * groups;
+  std::vector<float> row(C);
+  for (size_t j = 0; j < R; ++j) {
+    const size_t from = deinterleave ? deinterleaved(j, R) : j;
+    dequantize_mxfp4_row(b + from * row_bytes, s + from * groups, static_cast<int64_t>(groups), row.data());
+    convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst, at + j * C, C);
   }
-  return static_cast<size_t>(R * C);
+  return R * C;
 }
 
 size_t WeightLoader::copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
@@ -234,14 +232,16 @@ size_t WeightLoader::copy_expert(const std::string& name, int64_t e, bool deinte
                    : copy_expert_rows_mxfp4(name, e, deinterleave, dtype, dst, at);
 }
 
-Status WeightLoader::checked_mxfp4(const std::string& name, const std::vector<int64_t>& shape) {
-  const int64_t groups = shape[2] / kMxfp4Group;
-  if (shape[2] % kMxfp4Group != 0)
-    return corrupt_file(checkpoint_.dir() + ": tensor '" + name + "_blocks' is MXFP4, whose rows hold groups of 32, " +
-                        "but the config implies rows of " + std::to_string(shape[2]));
+Status WeightLoader::checked_fused(const std::string& name, const std::vector<int64_t>& shape) {
+  if (shape.size() != 3 || has(name) || !has(blocks_of(name))) return checked(name, shape).status();
+  const std::vector<int64_t> rows{shape[0], shape[2], shape[1]};  // MXFP4 holds the transpose, a row per output
+  const int64_t groups = rows[2] / kMxfp4Group;
+  if (rows[2] % kMxfp4Group != 0)
+    return corrupt_file(checkpoint_.dir() + ": tensor '" + blocks_of(name) + "' is MXFP4, whose rows hold groups of " +
+                        "32, but the config implies rows of " + std::to_string(rows[2]));
   for (const auto& [part, want] :
-       {std::pair{name + "_blocks", std::vector<int64_t>{shape[0], shape[1], groups, kMxfp4GroupBytes}},
-        std::pair{name + "_scales", std::vector<int64_t>{shape[0], shape[1], groups}}}) {
+       {std::pair{blocks_of(name), std::vector<int64_t>{rows[0], rows[1], groups, kMxfp4GroupBytes}},
+        std::pair{scales_of(name), std::vector<int64_t>{rows[0], rows[1], groups}}}) {
     const TensorInfo* info = checkpoint_.find(part);
     if (!info) return not_found(checkpoint_.dir() + ": tensor '" + part + "' not found in the checkpoint");
     if (info->dtype != DType::kU8)
@@ -256,7 +256,7 @@ Status WeightLoader::checked_mxfp4(const std::string& name, const std::vector<in
 
 std::vector<std::string> WeightLoader::stored_parts(const std::string& name) const {
   if (has(name)) return {name};
-  return {name + "_blocks", name + "_scales"};
+  return {blocks_of(name), scales_of(name)};
 }
 
 size_t WeightLoader::copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const {
@@ -299,13 +299,9 @@ Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& st
     if (sh.biases)
       parts.insert(parts.end(),
                    {{".gate_up_proj_bias", {sh.n_expert, 2 * sh.inter}}, {".down_proj_bias", {sh.n_expert, sh.d}}});
-    const bool mxfp4 = mxfp4_experts(prefix);
     for (const auto& [part, shape] : parts) {
       names.push_back(prefix + part);
-      if (mxfp4 && shape.size() == 3)  // the weights; MXFP4's [n_expert, rows, cols] is the transpose of these
-        FT_RETURN_IF_ERROR(checked_mxfp4(names.back(), {shape[0], shape[2], shape[1]}));
-      else
-        FT_RETURN_IF_ERROR(checked(names.back(), shape).status());
+      FT_RETURN_IF_ERROR(checked_fused(names.back(), shape));
     }
   } else {
     if (sh.biases) return unsupported(prefix + ": expert biases need the fused expert tensors");

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "core/progress.h"
+#include "io/mxfp4.h"
 #include "io/safetensors_archive.h"
 #include "moe/expert_store.h"
 
@@ -90,11 +91,14 @@ class WeightLoader {
   // Expert e of fused tensor `name`, stored plainly (copy_expert_columns) or in MXFP4 (copy_expert_rows_mxfp4).
   size_t copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
                      size_t at) const;
-  // An MXFP4 tensor whose dequantized form is [n_expert, R, C]: its _blocks and _scales present, u8, of that shape.
-  Status checked_mxfp4(const std::string& name, const std::vector<int64_t>& shape);
+  // A fused expert tensor of `shape` [n_expert, R, C] as checked() checks it, or, stored in MXFP4, its _blocks and
+  // _scales: present, u8, and holding the transpose [n_expert, C, R] (rows of C a multiple of 32).
+  Status checked_fused(const std::string& name, const std::vector<int64_t>& shape);
   // The checkpoint tensors that hold `name`: itself, or its MXFP4 _blocks and _scales.
   std::vector<std::string> stored_parts(const std::string& name) const;
-  bool mxfp4_experts(const std::string& prefix) const { return has(prefix + ".gate_up_proj_blocks"); }
+  bool mxfp4_experts(const std::string& prefix) const {
+    return has(prefix + ".gate_up_proj" + std::string(kMxfp4Blocks));
+  }
   bool fused_experts(const std::string& prefix) const { return has(prefix + ".gate_up_proj") || mxfp4_experts(prefix); }
 
   const SafetensorsArchive& checkpoint_;
