@@ -41,7 +41,8 @@ enum class Op {
   kMoeCacheLookup,
   kMoeCacheFill,
   kMoeChunkIds,
-  kMlaRopeStore,
+  kMatmulHeads,
+  kMlaLatentStore,
 };
 const char* op_name(Op op);
 
@@ -179,12 +180,14 @@ struct OpTable {
   // out = x converted to out's dtype, same shapes.
   Status (*convert)(const Tensor& x, const Tensor& out, Stream& s);
   // Stores this batch's keys and values: k [n, n_kv, hd_k], v [n, n_kv, hd_v]; slots [n] i32 (page * page_size
-  // + row); k_cache [n_pages, page_size, n_kv, hd_k], v_cache [n_pages, page_size, n_kv, hd_v].
+  // + row); k_cache [n_pages, page_size, n_kv, hd_k], v_cache [n_pages, page_size, n_kv, hd_v]. v and v_cache both
+  // undefined: the keys only (a cache whose values are its keys' leading dims, KvLayerShape::values_in_keys).
   Status (*kv_store)(const Tensor& k, const Tensor& v, const Tensor& slots, const Tensor& k_cache,
                      const Tensor& v_cache, Stream& s);
   // Causal GQA attention over the paged cache (prefill and decode alike). q [n, n_head, hd_k];
   // out [n, n_head, hd_v]; head h reads kv head h / (n_head / n_kv). Query row i of sequence s sits at
-  // position kv_len[s] - (q_start[s+1] - q_start[s]) + (i - q_start[s]).
+  // position kv_len[s] - (q_start[s+1] - q_start[s]) + (i - q_start[s]). v_cache may be a view of k_cache's leading
+  // hd_v dims (the latent cache of multi-head latent attention: k_cache.slice(3, 0, hd_v)).
   Status (*attention)(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const PagedAttentionMeta& meta, const Tensor& out, const AttentionParams& p, Stream& s);
   // Top-k expert choice.  logits [n, n_expert]; bias [n_expert] f32 or undefined (selection only);
@@ -254,15 +257,18 @@ struct OpTable {
   // out = ids - first where first <= ids < first + count, else -1 (the pairs of one chunk of experts).
   // ids, out [n, k] i32.
   Status (*moe_chunk_ids)(const Tensor& ids, int64_t first, int64_t count, const Tensor& out, Stream& s);
-  // Multi-head latent attention's rope and cache store in one op: rotates each query head's last rot_dim dims in
-  // place and the step's shared rope key, and stores every head's key [k_nope | rotated k_rope] and value. Equals
-  // rope(q[..., nope:]), rope(k_rope), converting k_nope and the rotated k_rope (every head's) into keys [n, H, nope +
-  // rot_dim] and kv_store(keys, v); k_rope itself is left as it was. q [n, H, nope + rot_dim] act; k_rope [n, 1,
-  // rot_dim], k_nope [n, H, nope], v [n, H, hd_v], q's dtype; positions, slots [n] i32; inv_freq [rot_dim / 2] f32;
-  // caches as kv_store's. Null where a backend runs those ops instead (ref, cpu).
-  Status (*mla_rope_store)(const Tensor& q, const Tensor& k_rope, const Tensor& k_nope, const Tensor& v,
-                           const Tensor& positions, const Tensor& inv_freq, const Tensor& slots, const Tensor& k_cache,
-                           const Tensor& v_cache, const RopeParams& rope, Stream& s);
+  // Per-head projections: out[t, h, :] = x[t, h, :] @ w[h]^T (multi-head latent attention's absorbed kv_b_proj).
+  // x [n, H, k] act; w [H, m, k] (its head dim may be strided: views of one projection's rows); out [n, H, m] act.
+  Status (*matmul_heads)(const Tensor& x, const Tensor& w, const Tensor& out, Stream& s);
+  // Multi-head latent attention's cache row and query rope in one op: each token's key row [latent | rope key] with the
+  // latent normalised (norm_w, norm) and the rope key rotated, both in place, then stored (kv_store, keys only), and
+  // the query heads' rope dims rotated into q_out. Equals rms_norm(keys[..., :kv_lora], norm_w), rope(keys[...,
+  // kv_lora:]), kv_store(keys, -, slots, k_cache, -), rope(q_rope -> q_out). keys [n, 1, kv_lora + rot_dim] act;
+  // norm_w [kv_lora]; q_rope, q_out [n, H, rot_dim], keys' dtype; positions, slots [n] i32; inv_freq [rot_dim / 2]
+  // f32; k_cache [n_pages, page_size, 1, kv_lora + rot_dim]. Null where a backend runs those ops instead (ref, cpu).
+  Status (*mla_latent_store)(const Tensor& keys, const Tensor& norm_w, const Tensor& q_rope, const Tensor& q_out,
+                             const Tensor& positions, const Tensor& inv_freq, const Tensor& slots,
+                             const Tensor& k_cache, const RmsNormParams& norm, const RopeParams& rope, Stream& s);
 };
 
 // Declares op `name` in the enclosing (backend) namespace with exactly the OpTable signature, so the
@@ -279,7 +285,7 @@ struct OpTable {
   FT_DECLARE_OP(moe_workspace_bytes) FT_DECLARE_OP(conv1d_silu) FT_DECLARE_OP(gated_delta_chunked)     \
   FT_DECLARE_OP(gated_delta_step) FT_DECLARE_OP(rms_norm_gated) FT_DECLARE_OP(sigmoid_mul)             \
   FT_DECLARE_OP(sample) FT_DECLARE_OP(moe_cache_lookup) FT_DECLARE_OP(moe_cache_fill)                  \
-  FT_DECLARE_OP(moe_chunk_ids) FT_DECLARE_OP(mla_rope_store)
+  FT_DECLARE_OP(moe_chunk_ids) FT_DECLARE_OP(matmul_heads) FT_DECLARE_OP(mla_latent_store)
 // clang-format on
 
 }  // namespace ft

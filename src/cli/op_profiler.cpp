@@ -45,11 +45,15 @@ Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, con
   FT_RETURN_IF_ERROR(g_active->before("qk_norm_rope_store"));
   return inner().qk_norm_rope_store(q, k, v, q_w, k_w, pos, f, slots, kc, vc, norm, rope_p, s);
 }
-Status mla_rope_store(const Tensor& q, const Tensor& k_rope, const Tensor& k_nope, const Tensor& v, const Tensor& pos,
-                      const Tensor& f, const Tensor& slots, const Tensor& kc, const Tensor& vc,
-                      const RopeParams& rope_p, Stream& s) {
-  FT_RETURN_IF_ERROR(g_active->before("mla_rope_store"));
-  return inner().mla_rope_store(q, k_rope, k_nope, v, pos, f, slots, kc, vc, rope_p, s);
+Status matmul_heads(const Tensor& x, const Tensor& w, const Tensor& out, Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("matmul_heads w " + dims(w)));
+  return inner().matmul_heads(x, w, out, s);
+}
+Status mla_latent_store(const Tensor& keys, const Tensor& w, const Tensor& q_rope, const Tensor& q_out,
+                        const Tensor& pos, const Tensor& f, const Tensor& slots, const Tensor& kc,
+                        const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
+  FT_RETURN_IF_ERROR(g_active->before("mla_latent_store"));
+  return inner().mla_latent_store(keys, w, q_rope, q_out, pos, f, slots, kc, norm, rope_p, s);
 }
 Status swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, Stream& s) {
   FT_RETURN_IF_ERROR(g_active->before("swiglu"));
@@ -123,7 +127,8 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.moe_workspace_bytes = moe_workspace_bytes;
   t.moe_cache_lookup = moe_cache_lookup;
   t.moe_cache_fill = moe_cache_fill;
-  if (inner_table.mla_rope_store) t.mla_rope_store = mla_rope_store;  // null stays null: the model runs its ops
+  t.matmul_heads = matmul_heads;
+  if (inner_table.mla_latent_store) t.mla_latent_store = mla_latent_store;  // null stays null: the model runs its ops
   return t;
 }
 

@@ -5,8 +5,10 @@ namespace ft {
 
 size_t KvCache::page_bytes(const std::vector<KvLayerShape>& layers, DType dtype, int32_t page_size) {
   size_t total = 0;
-  for (const auto& l : layers)
-    total += dtype_bytes(dtype, static_cast<size_t>(page_size * l.n_kv_head * (l.head_dim_k + l.head_dim_v)));
+  for (const auto& l : layers) {
+    const int64_t dims = l.head_dim_k + (l.values_in_keys ? 0 : l.head_dim_v);
+    total += dtype_bytes(dtype, static_cast<size_t>(page_size * l.n_kv_head * dims));
+  }
   return total;
 }
 
@@ -22,8 +24,15 @@ Result<KvCache> KvCache::create(Backend& backend, const std::vector<KvLayerShape
       kv.v_.emplace_back();
       continue;
     }
+    if (l.values_in_keys && l.head_dim_v > l.head_dim_k)
+      return invalid_argument("KV cache: values in the keys need head_dim_v <= head_dim_k");
     FT_ASSIGN_OR_RETURN(Tensor k, backend.empty(dtype, {n_pages, page_size, l.n_kv_head, l.head_dim_k}));
-    FT_ASSIGN_OR_RETURN(Tensor v, backend.empty(dtype, {n_pages, page_size, l.n_kv_head, l.head_dim_v}));
+    Tensor v;
+    if (l.values_in_keys) {
+      v = k.slice(3, 0, l.head_dim_v);
+    } else {
+      FT_ASSIGN_OR_RETURN(v, backend.empty(dtype, {n_pages, page_size, l.n_kv_head, l.head_dim_v}));
+    }
     kv.k_.push_back(std::move(k));
     kv.v_.push_back(std::move(v));
   }
@@ -41,7 +50,8 @@ Status KvCache::copy_page(Backend& backend, int32_t src, int32_t dst) const {
   for (size_t l = 0; l < k_.size(); ++l) {
     if (!k_[l].defined()) continue;
     FT_RETURN_IF_ERROR(backend.copy(k_[l].select(0, src), k_[l].select(0, dst)));
-    FT_RETURN_IF_ERROR(backend.copy(v_[l].select(0, src), v_[l].select(0, dst)));
+    if (v_[l].is_contiguous()) FT_RETURN_IF_ERROR(backend.copy(v_[l].select(0, src), v_[l].select(0, dst)));
+    // else a view of the keys, copied with them
   }
   return ok_status();
 }

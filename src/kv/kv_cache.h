@@ -16,6 +16,9 @@ struct KvLayerShape {
   int64_t n_kv_head = 0;
   int64_t head_dim_k = 0;
   int64_t head_dim_v = 0;
+  // The values are the keys' first head_dim_v dims (multi-head latent attention's cached latent): only keys are
+  // stored, and the value tensor is a view of them.
+  bool values_in_keys = false;
 };
 
 class KvCache {
@@ -33,7 +36,8 @@ class KvCache {
   StatePool& states() { return states_; }
   const StatePool& states() const { return states_; }
   const Tensor& k(int64_t layer) const { return k_[static_cast<size_t>(layer)]; }  // [n_pages, page_size, n_kv, hd_k]
-  const Tensor& v(int64_t layer) const { return v_[static_cast<size_t>(layer)]; }  // [n_pages, page_size, n_kv, hd_v]
+  // [n_pages, page_size, n_kv, hd_v]: its own tensor, or a view of k's leading dims (values_in_keys).
+  const Tensor& v(int64_t layer) const { return v_[static_cast<size_t>(layer)]; }
   // Copies page `src` to page `dst` in every layer (copy-on-fork of a partly filled page).
   Status copy_page(Backend& backend, int32_t src, int32_t dst) const;
 

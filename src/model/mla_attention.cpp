@@ -1,4 +1,4 @@
-// Multi-head latent attention through the op table, with the keys and values expanded per head in the cache.
+// Multi-head latent attention through the op table, in the absorbed form over the cached latents.
 #include "model/mla_attention.h"
 
 #include <cmath>
@@ -9,19 +9,16 @@ namespace ft {
 namespace {
 int64_t qk_dim(const ModelConfig& c) { return c.qk_nope_head_dim + c.qk_rope_head_dim; }
 int64_t query_columns(const ModelConfig& c) { return c.q_lora_rank > 0 ? c.q_lora_rank : c.n_head * qk_dim(c); }
+int64_t key_width(const ModelConfig& c) { return c.kv_lora_rank + c.qk_rope_head_dim; }
 }  // namespace
 
 int64_t MlaAttention::scratch_width(const ModelConfig& c) {
-  const int64_t latent = query_columns(c) + c.kv_lora_rank + c.qk_rope_head_dim;
+  const int64_t latent = query_columns(c) + key_width(c);
   const int64_t queries = c.q_lora_rank > 0 ? c.n_head * qk_dim(c) : 0;
-  return latent + queries + c.n_head * qk_dim(c);
+  return latent + queries + c.n_head * (key_width(c) + c.kv_lora_rank);
 }
 
-int64_t MlaAttention::output_width(const ModelConfig& c) {
-  return c.n_head * (c.qk_nope_head_dim + c.v_head_dim);  // kv_b's output first, then (narrower) the attention's
-}
-
-KvLayerShape MlaAttention::kv_shape(const ModelConfig& c) { return {c.n_head, qk_dim(c), c.v_head_dim}; }
+KvLayerShape MlaAttention::kv_shape(const ModelConfig& c) { return {1, key_width(c), c.kv_lora_rank, true}; }
 
 Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& prefix, const ModelConfig& c, int64_t layer,
                                         const Tensor& inv_freq, float attention_factor) {
@@ -43,7 +40,9 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
     FT_ASSIGN_OR_RETURN(a.q_b.w, w.get(prefix + ".q_b_proj.weight", {a.n_head * qk, c.q_lora_rank}));
   }
   FT_ASSIGN_OR_RETURN(a.kv_a_norm, w.get(prefix + ".kv_a_layernorm.weight", {a.kv_lora}));
-  FT_ASSIGN_OR_RETURN(a.kv_b.w, w.get(prefix + ".kv_b_proj.weight", {a.n_head * (a.nope + a.v_dim), a.kv_lora}));
+  const std::string kv_b = prefix + ".kv_b_proj.weight";  // [n_head (nope + v_dim), kv_lora]
+  FT_ASSIGN_OR_RETURN(a.w_uk, w.row_blocks(kv_b, a.n_head, a.nope + a.v_dim, a.kv_lora, 0, a.nope, true));
+  FT_ASSIGN_OR_RETURN(a.w_uv, w.row_blocks(kv_b, a.n_head, a.nope + a.v_dim, a.kv_lora, a.nope, a.v_dim, false));
   FT_ASSIGN_OR_RETURN(a.o.w, w.get(prefix + ".o_proj.weight", {d, a.n_head * a.v_dim}));
   a.latent_norm.eps = 1e-6f;  // transformers builds q_a_layernorm and kv_a_layernorm with the default eps
   a.rope.rot_dim = a.rope_dim;
@@ -52,7 +51,7 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
   a.rope.interleaved = c.rope_interleave;
   a.rope.attention_factor = attention_factor;
   a.inv_freq = inv_freq;
-  double scale = 1.0 / std::sqrt(static_cast<double>(qk));
+  double scale = 1.0 / std::sqrt(static_cast<double>(qk));  // the expanded heads' dims, not the latent's
   if (c.rope.type == "yarn" && c.rope.mscale_all_dim > 0) {
     const double mscale = yarn_mscale(c.rope.factor, c.rope.mscale_all_dim);
     scale *= mscale * mscale;
@@ -61,23 +60,9 @@ Result<MlaAttention> MlaAttention::load(WeightLoader& w, const std::string& pref
   return a;
 }
 
-Status MlaAttention::rope_store_in_turn(const LayerContext& c, const Tensor& q, const Tensor& k_rope,
-                                        const Tensor& k_nope, const Tensor& v, const Tensor& k_rows) const {
-  const Tensor q_rope = q.slice(2, nope, rope_dim);  // [n, H, rope]
-  FT_RETURN_IF_ERROR(c.ops.rope(q_rope, c.step.positions, inv_freq, q_rope, rope, c.stream));
-  FT_RETURN_IF_ERROR(c.ops.rope(k_rope, c.step.positions, inv_freq, k_rope, rope, c.stream));
-  const Tensor k = split_heads(k_rows, n_head, nope + rope_dim);  // [n, H, qk]
-  Tensor k_rope_every_head = k_rope;                              // [n, H, rope]: one row read by every head
-  k_rope_every_head.shape[1] = n_head;
-  k_rope_every_head.stride[1] = 0;
-  FT_RETURN_IF_ERROR(c.ops.convert(k_nope, k.slice(2, 0, nope), c.stream));
-  FT_RETURN_IF_ERROR(c.ops.convert(k_rope_every_head, k.slice(2, nope, rope_dim), c.stream));
-  return c.ops.kv_store(k, v, c.step.slots, c.kv.k(layer), c.kv.v(layer), c.stream);
-}
-
 Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const LayerInput& in,
                              const Tensor& out) const {
-  const int64_t n = in.h.dim(0), qk = nope + rope_dim;
+  const int64_t n = in.h.dim(0), qk = nope + rope_dim, key = kv_lora + rope_dim;
   const Tensor scratch = rows(s.qkv, n);
   int64_t used = 0;
   const auto take = [&](int64_t width) {
@@ -85,41 +70,35 @@ Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const
     used += width;
     return t;
   };
-  const Tensor lat = take(latent.w.dim(0));                                             // [n, q_cols + kv_lora + rope]
+  const Tensor lat = take(latent.w.dim(0));                                             // [n, q_cols + key]
   const Tensor q_rows = q_b.w.defined() ? take(n_head * qk) : lat.slice(1, 0, q_cols);  // [n, H qk]
-  // kv_b's output in the attention's output buffer: k_nope and v are stored before the attention writes there.
-  const Tensor kv_rows = rows(s.attn, n).slice(1, 0, n_head * (nope + v_dim));  // [n, H (nope + v)]
+  const Tensor q_lat = split_heads(take(n_head * key), n_head, key);                    // [n, H, kv_lora + rope]
+  const Tensor o_lat = split_heads(take(n_head * kv_lora), n_head, kv_lora);            // [n, H, kv_lora]
   FT_RETURN_IF_ERROR(latent.forward(c, in, lat));
   if (q_b.w.defined()) {
     const Tensor q_latent = lat.slice(1, 0, q_cols);  // [n, q_lora]
     FT_RETURN_IF_ERROR(c.ops.rms_norm(q_latent, q_a_norm, q_latent, latent_norm, c.stream));
     FT_RETURN_IF_ERROR(q_b.forward(c, q_latent, q_rows));
   }
-  const Tensor kv_latent = lat.slice(1, q_cols, kv_lora);  // [n, kv_lora]
-  if (kv_lora <= in.h.dim(1) && in.h.dtype == kv_latent.dtype) {
-    // The latent's norm inside kv_b's projection, its normed rows into the layer's input rows (read by nothing after
-    // the latent projection).
-    FT_RETURN_IF_ERROR(
-        kv_b.forward(c, LayerInput{in.h.slice(1, 0, kv_lora), kv_latent, {}, {}, kv_a_norm, latent_norm}, kv_rows));
+  // The token's cache row (the normed latent, then the rotated rope key) and the queries over the latent (q_nope W_uk
+  // per head, then the rotated q_rope).
+  const Tensor keys = split_heads(lat.slice(1, q_cols, key), 1, key);  // [n, 1, kv_lora + rope]
+  const Tensor q = split_heads(q_rows, n_head, qk);                    // [n, H, qk]
+  const Tensor q_rope = q.slice(2, nope, rope_dim), q_lat_rope = q_lat.slice(2, kv_lora, rope_dim);
+  if (c.ops.mla_latent_store) {
+    FT_RETURN_IF_ERROR(c.ops.mla_latent_store(keys, kv_a_norm, q_rope, q_lat_rope, c.step.positions, inv_freq,
+                                              c.step.slots, c.kv.k(layer), latent_norm, rope, c.stream));
   } else {
+    const Tensor kv_latent = lat.slice(1, q_cols, kv_lora), k_rope = keys.slice(2, kv_lora, rope_dim);
     FT_RETURN_IF_ERROR(c.ops.rms_norm(kv_latent, kv_a_norm, kv_latent, latent_norm, c.stream));
-    FT_RETURN_IF_ERROR(kv_b.forward(c, kv_latent, kv_rows));
+    FT_RETURN_IF_ERROR(c.ops.rope(k_rope, c.step.positions, inv_freq, k_rope, rope, c.stream));
+    FT_RETURN_IF_ERROR(c.ops.kv_store(keys, Tensor{}, c.step.slots, c.kv.k(layer), Tensor{}, c.stream));
+    FT_RETURN_IF_ERROR(c.ops.rope(q_rope, c.step.positions, inv_freq, q_lat_rope, rope, c.stream));
   }
-
-  const Tensor q = split_heads(q_rows, n_head, qk);                                          // [n, H, qk]
-  const Tensor k_rope = split_heads(lat.slice(1, q_cols + kv_lora, rope_dim), 1, rope_dim);  // [n, 1, rope]
-  const Tensor kv = split_heads(kv_rows, n_head, nope + v_dim);                              // [n, H, nope + v]
-  const Tensor k_nope = kv.slice(2, 0, nope), v = kv.slice(2, nope, v_dim);                  // [n, H, nope], [n, H, v]
-  if (c.ops.mla_rope_store) {
-    FT_RETURN_IF_ERROR(c.ops.mla_rope_store(q, k_rope, k_nope, v, c.step.positions, inv_freq, c.step.slots,
-                                            c.kv.k(layer), c.kv.v(layer), rope, c.stream));
-  } else {
-    FT_RETURN_IF_ERROR(rope_store_in_turn(c, q, k_rope, k_nope, v, take(n_head * qk)));
-  }
-
+  FT_RETURN_IF_ERROR(c.ops.matmul_heads(q.slice(2, 0, nope), w_uk, q_lat.slice(2, 0, kv_lora), c.stream));
+  FT_RETURN_IF_ERROR(c.ops.attention(q_lat, c.kv.k(layer), c.kv.v(layer), c.step.meta, o_lat, attn, c.stream));
   const Tensor attn_rows = rows(s.attn, n).slice(1, 0, n_head * v_dim);  // [n, H v]
-  FT_RETURN_IF_ERROR(c.ops.attention(q, c.kv.k(layer), c.kv.v(layer), c.step.meta,
-                                     split_heads(attn_rows, n_head, v_dim), attn, c.stream));
+  FT_RETURN_IF_ERROR(c.ops.matmul_heads(o_lat, w_uv, split_heads(attn_rows, n_head, v_dim), c.stream));
   return o.forward(c, attn_rows, out);
 }
 

@@ -73,7 +73,7 @@ DType WeightLoader::target_dtype(DType stored) const {
 }
 
 void WeightLoader::done(const std::string& name, size_t bytes) {
-  used_.push_back(name);
+  if (!used_.insert(name).second) return;
   read_bytes_ += bytes;
   if (progress_) progress_->update(read_bytes_);
 }
@@ -117,6 +117,38 @@ Result<Tensor> WeightLoader::stack_rows(const std::vector<std::string>& names, c
     total += rows[i];
   }
   return assemble(names, shape(total), target_dtype(dtype));
+}
+
+Result<Tensor> WeightLoader::row_blocks(const std::string& name, int64_t n_block, int64_t step, int64_t cols,
+                                        int64_t row0, int64_t rows, bool transposed) {
+  if (row0 < 0 || rows < 0 || row0 + rows > step)
+    return invalid_argument(name + ": rows [" + std::to_string(row0) + ", " + std::to_string(row0 + rows) +
+                            ") are outside blocks of " + std::to_string(step));
+  FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(name, {n_block * step, cols}));
+  const DType dtype = target_dtype(info->dtype);
+  if (!transposed) {
+    std::vector<Block> blocks;
+    for (int64_t b = 0; b < n_block; ++b) blocks.push_back({name, b * step + row0, rows, 0, cols});
+    return assemble(blocks, {n_block, rows, cols}, dtype);
+  }
+  FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, static_cast<size_t>(n_block * rows * cols)), false));
+  const SafetensorsFile* file = nullptr;
+  checkpoint_.find(name, &file);
+  const unsigned char* src = file->tensor_data(*info);
+  auto* dst = static_cast<unsigned char*>(host->data());
+  const bool same16 = info->dtype == dtype && dtype_bytes(dtype, 1) == 2;
+  for (int64_t b = 0; b < n_block; ++b)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j) {
+        const auto from = static_cast<size_t>((b * step + row0 + r) * cols + j);
+        const auto to = static_cast<size_t>((b * cols + j) * rows + r);
+        if (same16)
+          reinterpret_cast<uint16_t*>(dst)[to] = reinterpret_cast<const uint16_t*>(src)[from];
+        else
+          convert_elements(info->dtype, src, from, dtype, dst, to, 1);
+      }
+  done(name, info->nbytes);
+  return place(std::move(host), {n_block, cols, rows}, dtype);
 }
 
 Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
@@ -344,9 +376,7 @@ Result<Tensor> WeightLoader::assemble(const std::vector<Block>& blocks, std::vec
   for (size_t i = 0; i < blocks.size(); ++i) {
     const Block& b = blocks[i];
     at += b.rows < 0 ? copy_converted(b.name, dtype, dst, at) : copy_block(b, dtype, dst, at);
-    const bool first = b.rows < 0 || std::none_of(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(i),
-                                                  [&](const Block& o) { return o.name == b.name; });
-    if (first) done(b.name, checkpoint_.find(b.name)->nbytes);  // a tensor split into blocks counts once
+    done(b.name, checkpoint_.find(b.name)->nbytes);
   }
   return place(std::move(host), shape, dtype);
 }
@@ -375,11 +405,9 @@ Result<Tensor> WeightLoader::place(std::shared_ptr<Buffer> host, const std::vect
 }
 
 std::vector<std::string> WeightLoader::unused() const {
-  std::vector<std::string> used = used_;
-  std::sort(used.begin(), used.end());
   std::vector<std::string> out;
   for (const auto& n : checkpoint_.names())
-    if (!std::binary_search(used.begin(), used.end(), n)) out.push_back(n);
+    if (!used_.contains(n)) out.push_back(n);
   return out;
 }
 

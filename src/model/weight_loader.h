@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ class WeightLoader {
   // Several [rows_i, cols] tensors stacked into one [sum rows_i, cols] (e.g. q, k, v -> qkv); with cols 0, several
   // [rows_i] vectors into one [sum rows_i] (their biases).
   Result<Tensor> stack_rows(const std::vector<std::string>& names, const std::vector<int64_t>& rows, int64_t cols);
+  // Rows [row0, row0 + rows) of each of the n_block blocks of `step` rows of a 2-D tensor [n_block * step, cols]:
+  // [n_block, rows, cols], or with `transposed` each block's rows as columns, [n_block, cols, rows] (multi-head latent
+  // attention's kv_b_proj, a block a head: its key rows transposed and its value rows, for the absorbed form). A
+  // tensor read by several calls counts once in the bytes read.
+  Result<Tensor> row_blocks(const std::string& name, int64_t n_block, int64_t step, int64_t cols, int64_t row0,
+                            int64_t rows, bool transposed);
   // The experts of one MoE layer under `prefix` (".../mlp.experts"): gate_up [n_expert, 2 * inter, d] (gate rows,
   // then up rows) and down [n_expert, d, inter]. From per-expert `prefix.E.{gate,up,down}_proj.weight` tensors, or
   // from gpt-oss's fused `prefix.gate_up_proj` [n_expert, d, 2 * inter] (gate and up columns interleaved) and
@@ -74,7 +81,7 @@ class WeightLoader {
   Result<Tensor> assemble_fused(const std::string& name, bool deinterleave, std::vector<int64_t> shape, DType dtype);
   // A host tensor placed on the backend (itself on a host backend).
   Result<Tensor> place(std::shared_ptr<Buffer> host, const std::vector<int64_t>& shape, DType dtype);
-  // Records a checkpoint tensor as read (bytes of it: the progress bar).
+  // Records a checkpoint tensor as read (bytes of it: the progress bar), once however often it is read.
   void done(const std::string& name, size_t bytes);
   // Copies tensor `name` into dst from element `at` on, converting to dtype; returns its element count.
   size_t copy_converted(const std::string& name, DType dtype, unsigned char* dst, size_t at) const;
@@ -104,7 +111,7 @@ class WeightLoader {
   const SafetensorsArchive& checkpoint_;
   Backend& backend_;
   DType act_dtype_;
-  std::vector<std::string> used_;
+  std::set<std::string> used_;
   std::unique_ptr<ProgressBar> progress_;
   size_t loaded_bytes_ = 0;
   size_t read_bytes_ = 0;  // checkpoint bytes read so far, into the backend or the expert store: the progress bar

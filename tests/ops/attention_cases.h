@@ -19,6 +19,9 @@ struct AttnCase {
   int64_t n_head, n_kv, hd, page_size, window;
   bool sinks;
   DType cache;
+  // The values are the keys' first hd * 8 / 9 dims (multi-head latent attention's cache: 576-wide keys, 512-wide
+  // values): v_cache a view of k_cache.
+  bool values_in_keys = false;
 };
 
 struct AttnProblem {
@@ -29,7 +32,8 @@ struct AttnProblem {
   std::string label;  // the case, for failure messages
 };
 
-// seqs: {queries this step, kv length after it} per sequence; q in dtype `act`. hd 80 makes hd_v 64 (hd_k != hd_v).
+// seqs: {queries this step, kv length after it} per sequence; q in dtype `act`. hd 80 makes hd_v 64 (hd_k != hd_v), as
+// does hd 72 with values_in_keys.
 // The page table is extra_pages wider than the longest sequence needs, as the model's (a server's context length).
 inline AttnProblem make_attention_problem(const OpTable& ref, Stream& ref_stream, const AttnCase& c, DType act,
                                           const std::vector<std::pair<int64_t, int64_t>>& seqs,
@@ -43,11 +47,13 @@ inline AttnProblem make_attention_problem(const OpTable& ref, Stream& ref_stream
     total_pages += (kv + c.page_size - 1) / c.page_size;
   }
   max_pages += extra_pages;
-  a.hd_v = c.hd == 80 ? 64 : c.hd;
+  a.hd_v = c.values_in_keys ? c.hd * 8 / 9 : c.hd == 80 ? 64 : c.hd;
   a.q = make_tensor(act, {a.n, c.n_head, c.hd});
   a.k_cache = make_tensor(c.cache, {total_pages + 2, c.page_size, c.n_kv, c.hd});
-  a.v_cache = make_tensor(c.cache, {total_pages + 2, c.page_size, c.n_kv, a.hd_v});
-  fill_normal(a.q, 90), fill_normal(a.k_cache, 91), fill_normal(a.v_cache, 92);
+  a.v_cache = c.values_in_keys ? a.k_cache.slice(3, 0, a.hd_v)
+                               : make_tensor(c.cache, {total_pages + 2, c.page_size, c.n_kv, a.hd_v});
+  fill_normal(a.q, 90), fill_normal(a.k_cache, 91);
+  if (!c.values_in_keys) fill_normal(a.v_cache, 92);
   PagedAttentionMeta& meta = a.meta;
   meta.q_start = make_tensor(DType::kI32, {n_seq + 1});
   meta.kv_len = make_tensor(DType::kI32, {n_seq});
@@ -76,7 +82,8 @@ inline AttnProblem make_attention_problem(const OpTable& ref, Stream& ref_stream
   FT_CHECK(ref.attention(a.q, a.k_cache, a.v_cache, meta, a.want, a.params, ref_stream).ok());
   a.label = "attention " + std::string(dtype_name(act)) + " heads " + std::to_string(c.n_head) + "/" +
             std::to_string(c.n_kv) + " hd " + std::to_string(c.hd) + " page " + std::to_string(c.page_size) +
-            " window " + std::to_string(c.window) + (c.sinks ? " sinks " : " ") + dtype_name(c.cache);
+            " window " + std::to_string(c.window) + (c.sinks ? " sinks " : " ") + dtype_name(c.cache) +
+            (c.values_in_keys ? " values in keys" : "");
   return a;
 }
 

@@ -1,4 +1,4 @@
-// cpu dense ops (embedding, matmul, rms_norm, rope, swiglu, softmax, add, convert) against the ref ops.
+// cpu dense ops (embedding, matmul, matmul_heads, rms_norm, rope, swiglu, softmax, add, convert) against the ref ops.
 // Ref writes f64 outputs from the same f32/bf16 inputs. Tolerances (NMSE): gathers and conversions are exact
 // (0); matmul accumulates k products in fp32 lanes, error ~ eps^2 * k, so 1e-9 covers k = 2049; the row
 // ops (norm, rope, swiglu, softmax, add) round a few times per element: 1e-12.
@@ -55,6 +55,33 @@ TEST(OpsCpu, Matmul) {
                              " k=" + std::to_string(k) + (with_bias ? " bias" : "") + isa);
           });
         }
+}
+
+// Per-head weights: {heads, m, k} as multi-head latent attention's absorbed kv_b_proj takes them (a head's query
+// into its latent, 128 -> 512, and the latent output back, 512 -> 128) and small odd ones; x a column slice of wider
+// rows, w a slice of wider head blocks (strided heads, as the views of one projection the model passes).
+TEST(OpsCpu, MatmulHeads) {
+  OpEnv env;
+  const int64_t shapes[][3] = {{3, 5, 7}, {4, 16, 8}, {16, 512, 128}, {16, 128, 512}};
+  for (DType wd : {DType::kF32, DType::kBF16})
+    for (const auto& hmk : shapes)
+      for (int64_t n : {1, 3, 33}) {
+        const int64_t heads = hmk[0], m = hmk[1], k = hmk[2];
+        Tensor xbuf = make_tensor(DType::kF32, {n, heads, k + 3}), wbuf = make_tensor(wd, {heads, m + 2, k});
+        fill_normal(xbuf, 40 + n), fill_normal(wbuf, 41 + m);
+        const Tensor x = xbuf.slice(2, 1, k), w = wbuf.slice(1, 2, m);
+        Tensor want = make_tensor(DType::kF64, {n, heads, m}), got = make_tensor(DType::kF32, {n, heads, m});
+        ASSERT_TRUE(env.ref.matmul_heads(x, w, want, env.ref_stream).ok());
+        for_each_isa([&](const std::string& isa) {
+          ASSERT_TRUE(env.cpu.matmul_heads(x, w, got, env.cpu_stream).ok());
+          expect_close(got, want, 1e-9,
+                       std::string("matmul_heads w ") + dt(wd) + " n=" + std::to_string(n) + " heads=" +
+                           std::to_string(heads) + " m=" + std::to_string(m) + " k=" + std::to_string(k) + isa);
+        });
+      }
+  Tensor x = make_tensor(DType::kF32, {2, 3, 8}), w = make_tensor(DType::kF32, {4, 5, 8});
+  Tensor out = make_tensor(DType::kF32, {2, 3, 5});
+  EXPECT_FALSE(env.cpu.matmul_heads(x, w, out, env.cpu_stream).ok()) << "4 heads of weights for 3 of x";
 }
 
 TEST(OpsCpu, RmsNorm) {

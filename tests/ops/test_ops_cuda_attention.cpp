@@ -1,12 +1,13 @@
 // cuda kv_store, paged attention, moe_route and moe_experts against the ref ops, f32 and bf16 activations;
 // skipped without a GPU. Attention: several sequences with different kv lengths (decode rows and prefill
 // chunks mixed), shuffled page tables, page sizes 1 and 16, GQA ratios 1 to 8, sliding windows, sinks, hd_k
-// != hd_v, the split-KV decode path (one row per sequence; on sm_90 up to 16 ranges merge in a thread-block cluster,
-// more in the combine kernel), the single-split prefill path and the tensor-core prefill
-// path (bf16 q and cache; head dims 64, 128 and 256, each with and without a window and sinks; prompts of several
-// 64-row query tiles and key tiles, after a cached prefix, with a partial last tile). Tolerances
-// (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online softmax in fp32: 1e-10; f32
-// experts are two fp32 GEMMs: 1e-9; router ids exact and weights 1e-12; bf16 outputs kBf16Tol.
+// != hd_v, values that are the keys' leading dims (the latent cache: 576-wide keys, 512-wide values), the split-KV
+// decode path (one row per sequence; on sm_90 up to 16 ranges merge in a thread-block cluster, more in the combine
+// kernel), the single-split prefill path and the tensor-core prefill path (bf16 q and cache; head dims 64, 128 and 256,
+// each with and without a window and sinks; prompts of several 64-row query tiles and key tiles, after a cached prefix,
+// with a partial last tile). Tolerances (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online
+// softmax in fp32: 1e-10; f32 experts are two fp32 GEMMs: 1e-9; router ids exact and weights 1e-12; bf16 outputs
+// kBf16Tol.
 #include <string>
 #include <vector>
 
@@ -40,6 +41,27 @@ TEST(OpsCuda, KvStore) {
         }
 }
 
+// Keys only (v and v_cache undefined), as the latent cache stores them: the keys as with values, nothing else written.
+TEST(OpsCuda, KvStoreKeysOnly) {
+  CudaEnv env;
+  FT_REQUIRE_GPU(env);
+  for (DType ad : {DType::kF32, DType::kBF16})
+    for (DType cd : {DType::kF32, DType::kBF16}) {
+      const int64_t n = 33, hd = 576, page_size = 16, n_pages = 5;
+      Tensor k = make_tensor(ad, {n, 1, hd}), slots = make_tensor(DType::kI32, {n});
+      fill_normal(k, 82);
+      for (int64_t i = 0; i < n; ++i) set_value(slots, i, static_cast<double>((i * 37 + 5) % (n_pages * page_size)));
+      Tensor kw = make_tensor(cd, {n_pages, page_size, 1, hd});
+      fill_normal(kw, 83);
+      const Tensor kg = env.up(kw);
+      ASSERT_TRUE(env.ref.kv_store(k, Tensor{}, slots, kw, Tensor{}, env.ref_stream).ok());
+      ASSERT_TRUE(env.ops().kv_store(env.up(k), Tensor{}, env.up(slots), kg, Tensor{}, env.stream()).ok());
+      expect_close(env.down(kg), kw, 0, std::string("kv_store keys only ") + dtype_name(ad) + " -> " + dtype_name(cd));
+      EXPECT_FALSE(env.ops().kv_store(env.up(k), Tensor{}, env.up(slots), kg, kg, env.stream()).ok())
+          << "a v_cache without v";
+    }
+}
+
 // seqs: {queries this step, kv length after it}; extra_pages: as make_attention_problem's.
 void run_attention(CudaEnv& env, const AttnCase& c, DType ad, const std::vector<std::pair<int64_t, int64_t>>& seqs,
                    const std::string& label, int64_t extra_pages = 3) {
@@ -50,7 +72,9 @@ void run_attention(CudaEnv& env, const AttnCase& c, DType ad, const std::vector<
   AttentionParams dp = a.params;
   if (c.sinks) dp.sinks = env.up(a.params.sinks);
   const Tensor got = env.empty(ad, {a.n, c.n_head, a.hd_v});
-  ASSERT_TRUE(env.ops().attention(env.up(a.q), env.up(a.k_cache), env.up(a.v_cache), dmeta, got, dp, env.stream()).ok());
+  const Tensor k_dev = env.up(a.k_cache);
+  const Tensor v_dev = c.values_in_keys ? k_dev.slice(3, 0, a.hd_v) : env.up(a.v_cache);
+  ASSERT_TRUE(env.ops().attention(env.up(a.q), k_dev, v_dev, dmeta, got, dp, env.stream()).ok());
   expect_close(env.down(got), a.want, ad == DType::kBF16 ? kBf16Tol : 1e-10, label + " " + a.label);
 }
 
@@ -58,13 +82,14 @@ TEST(OpsCuda, Attention) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
   const AttnCase cases[] = {
-      {1, 1, 64, 16, 0, false, DType::kF32},   {2, 1, 64, 1, 0, false, DType::kF32},
-      {8, 2, 128, 16, 0, false, DType::kBF16}, {8, 1, 80, 16, 0, false, DType::kF32},
-      {16, 2, 64, 16, 7, false, DType::kF32},  {4, 2, 64, 1, 7, true, DType::kBF16},
-      {8, 1, 64, 16, 0, true, DType::kF32},    {6, 2, 128, 16, 20, true, DType::kF32},
-      {32, 4, 128, 16, 0, false, DType::kBF16}, {8, 2, 128, 16, 100, true, DType::kBF16},
-      {8, 2, 64, 16, 0, false, DType::kBF16},   {8, 2, 256, 16, 0, false, DType::kBF16},
-      {4, 1, 256, 16, 100, true, DType::kBF16},
+      {1, 1, 64, 16, 0, false, DType::kF32},          {2, 1, 64, 1, 0, false, DType::kF32},
+      {8, 2, 128, 16, 0, false, DType::kBF16},        {8, 1, 80, 16, 0, false, DType::kF32},
+      {16, 2, 64, 16, 7, false, DType::kF32},         {4, 2, 64, 1, 7, true, DType::kBF16},
+      {8, 1, 64, 16, 0, true, DType::kF32},           {6, 2, 128, 16, 20, true, DType::kF32},
+      {32, 4, 128, 16, 0, false, DType::kBF16},       {8, 2, 128, 16, 100, true, DType::kBF16},
+      {8, 2, 64, 16, 0, false, DType::kBF16},         {8, 2, 256, 16, 0, false, DType::kBF16},
+      {4, 1, 256, 16, 100, true, DType::kBF16},       {4, 1, 72, 16, 0, false, DType::kF32, true},
+      {16, 1, 576, 16, 0, false, DType::kBF16, true},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const AttnCase& c : cases) {

@@ -1,9 +1,8 @@
-// cuda dense ops (embedding, matmul in its GEMV / cuBLASLt / tensor-core / CUDA-core paths, rms_norm, rope, swiglu,
-// softmax, add, convert) against the ref ops, with f32 and bf16 activations; skipped without a GPU.
-// Ref writes f64 outputs from the same f32/bf16 inputs. Tolerances (NMSE): gathers and conversions are exact
-// (0); f32 matmul accumulates k products in fp32, error ~ eps^2 * k: 1e-9; f32 row ops (norm, rope, swiglu,
-// softmax, add) round a few times per element: 1e-12; bf16 outputs are at most two roundings of fp32
-// values: kBf16Tol (3e-5).
+// cuda dense ops (embedding, matmul in its GEMV / cuBLASLt / tensor-core / CUDA-core paths, matmul_heads, rms_norm,
+// rope, swiglu, softmax, add, convert) against the ref ops, with f32 and bf16 activations; skipped without a GPU. Ref
+// writes f64 outputs from the same f32/bf16 inputs. Tolerances (NMSE): gathers and conversions are exact (0); f32
+// matmul accumulates k products in fp32, error ~ eps^2 * k: 1e-9; f32 row ops (norm, rope, swiglu, softmax, add) round
+// a few times per element: 1e-12; bf16 outputs are at most two roundings of fp32 values: kBf16Tol (3e-5).
 #include <cmath>
 #include <string>
 
@@ -68,6 +67,34 @@ TEST(OpsCuda, Matmul) {
                                (with_bias ? " bias" : ""));
             }
           }
+}
+
+// Per-head weights as OpsCpu.MatmulHeads has them: 1..4 rows take the one-launch kernel over every head, 5 and more
+// matmul a head at a time; odd k (7) takes matmul's paths at any n.
+TEST(OpsCuda, MatmulHeads) {
+  CudaEnv env;
+  FT_REQUIRE_GPU(env);
+  const int64_t shapes[][3] = {{3, 5, 7}, {4, 16, 8}, {16, 512, 128}, {16, 128, 512}};
+  for (DType xd : {DType::kF32, DType::kBF16})
+    for (DType wd : {DType::kF32, DType::kBF16})
+      for (const auto& hmk : shapes)
+        for (int64_t n : {1, 2, 4, 5, 33}) {
+          const int64_t heads = hmk[0], m = hmk[1], k = hmk[2];
+          // 8 extra columns of x and 2 extra rows a head of w keep 16-byte alignment.
+          Tensor xbuf = make_tensor(xd, {n, heads, k + 8}), wbuf = make_tensor(wd, {heads, m + 2, k});
+          fill_normal(xbuf, 40 + n), fill_normal(wbuf, 41 + m);
+          Tensor want = make_tensor(DType::kF64, {n, heads, m});
+          ASSERT_TRUE(env.ref.matmul_heads(xbuf.slice(2, 8, k), wbuf.slice(1, 2, m), want, env.ref_stream).ok());
+          const Tensor x_dev = env.up(xbuf).slice(2, 8, k), w_dev = env.up(wbuf).slice(1, 2, m);
+          for (DType od : {DType::kF32, DType::kBF16}) {
+            const Tensor got = env.empty(od, {n, heads, m});
+            ASSERT_TRUE(env.ops().matmul_heads(x_dev, w_dev, got, env.stream()).ok());
+            expect_close(env.down(got), want, tol_for(od, 1e-9),
+                         std::string("matmul_heads x ") + dt(xd) + " w " + dt(wd) + " out " + dt(od) +
+                             " n=" + std::to_string(n) + " heads=" + std::to_string(heads) + " m=" + std::to_string(m) +
+                             " k=" + std::to_string(k));
+          }
+        }
 }
 
 // f32 x bf16 on tensor cores keeps every bit of x: with one weight of 1 per row and zeros elsewhere, out[r, c] is

@@ -1,4 +1,4 @@
-// cuda fused ops (add_rms_norm_matmul, qk_norm_rope_store, mla_rope_store) against the ref ops, with f32 and bf16
+// cuda fused ops (add_rms_norm_matmul, qk_norm_rope_store, mla_latent_store) against the ref ops, with f32 and bf16
 // activations;
 // skipped without a GPU. qk_norm_rope_store also against the cuda ops it fuses: bit for bit the same (0), the same
 // sums in the same order, the same roundings. Against ref (float64 math, the same roundings to the activation dtype
@@ -176,65 +176,69 @@ TEST(OpsCuda, QkNormRopeStore) {
           }
 }
 
-// mla_rope_store problems: q, the shared rope key, k_nope and v as the latent attention lays them out, views of one
-// row per token (the queries, the rope key of the latent, kv_b's output with each head's k_nope then v).
-struct MlaCase {
+// mla_latent_store problems: the latent projection's rows of a token ([q | latent | rope key], the key row a view of
+// them) and the queries' rows ([q_nope | q_rope] a head), as the latent attention lays them out.
+struct LatentCase {
   const char* name;
-  int64_t n_head, nope, rot, hd_v;
-  bool interleaved;
-  float factor;
+  int64_t n_head, kv_lora, rot;
+  bool interleaved, zero_centered;
+};
+inline constexpr LatentCase kLatentCases[] = {
+    {"DeepSeek-V3 heads", 16, 512, 64, false, false},
+    {"the fixture's heads, interleaved, zero-centred", 4, 32, 8, true, true},
 };
 
-inline constexpr MlaCase kMlaCases[] = {
-    {"deepseek-v3 16 heads", 16, 128, 64, 128, true, 1.0f},
-    {"fixture", 4, 16, 8, 16, true, 1.0f},
-    {"rotate-half, scaled", 3, 24, 40, 16, false, 1.3f},
-};
-
-struct MlaTensors {
-  Tensor rows, k_cache, v_cache, keys;  // keys [n, H, nope + rot]: the composition's assembled keys
-  const MlaCase* c;
-  Tensor q() const { return head_view(rows, 0, c->n_head, c->nope + c->rot, c->nope + c->rot); }
-  Tensor k_rope() const { return head_view(rows, c->n_head * (c->nope + c->rot), 1, c->rot, c->rot); }
-  Tensor kv(int64_t col, int64_t width) const {
-    return head_view(rows, c->n_head * (c->nope + c->rot) + c->rot + col, c->n_head, width, c->nope + c->hd_v);
+struct LatentTensors {
+  Tensor lat, q_rows, q_out, k_cache;  // lat [n, 3 + kv_lora + rot], q_rows [n, H (5 + rot)], q_out [n, H, rot + 2]
+  const LatentCase* c;
+  Tensor keys() const {
+    Tensor k = lat.slice(1, 3, c->kv_lora + c->rot);
+    return Tensor{k.dtype, 3, {k.shape[0], 1, k.shape[1], 0}, {k.stride[0], k.shape[1], 1, 0}, k.buffer, k.offset};
   }
-  Tensor k_nope() const { return kv(0, c->nope); }
-  Tensor v() const { return kv(c->nope, c->hd_v); }
+  Tensor q_rope() const {
+    Tensor q = q_rows;
+    return Tensor{q.dtype,
+                  3,
+                  {q.shape[0], c->n_head, c->rot, 0},
+                  {q.stride[0], 5 + c->rot, 1, 0},
+                  q.buffer,
+                  q.offset + dtype_bytes(q.dtype, 5)};
+  }
+  Tensor q_lat_rope() const { return q_out.slice(2, 2, c->rot); }
 };
 
-// mla_rope_store's inputs and what it writes: the op, or the ops it fuses (rope, rope, two converts, kv_store).
-Status run_mla(const OpTable& ops, Stream& s, const MlaTensors& t, const Tensor& positions, const Tensor& inv_freq,
-               const Tensor& slots, const RopeParams& rope, bool fused) {
+// mla_latent_store's inputs and what it writes: the op, or the ops it fuses (rms_norm, rope, kv_store, rope).
+Status run_latent(const OpTable& ops, Stream& s, const LatentTensors& t, const Tensor& norm_w, const Tensor& positions,
+                  const Tensor& inv_freq, const Tensor& slots, const RmsNormParams& norm, const RopeParams& rope,
+                  bool fused) {
+  const Tensor keys = t.keys();
   if (fused)
-    return ops.mla_rope_store(t.q(), t.k_rope(), t.k_nope(), t.v(), positions, inv_freq, slots, t.k_cache, t.v_cache,
-                              rope, s);
-  const Tensor q_rope = t.q().slice(2, t.c->nope, t.c->rot), k_rope = t.k_rope();
-  FT_RETURN_IF_ERROR(ops.rope(q_rope, positions, inv_freq, q_rope, rope, s));
+    return ops.mla_latent_store(keys, norm_w, t.q_rope(), t.q_lat_rope(), positions, inv_freq, slots, t.k_cache, norm,
+                                rope, s);
+  const Tensor latent = t.lat.slice(1, 3, t.c->kv_lora), k_rope = keys.slice(2, t.c->kv_lora, t.c->rot);
+  FT_RETURN_IF_ERROR(ops.rms_norm(latent, norm_w, latent, norm, s));
   FT_RETURN_IF_ERROR(ops.rope(k_rope, positions, inv_freq, k_rope, rope, s));
-  Tensor every_head = k_rope;
-  every_head.shape[1] = t.c->n_head;
-  every_head.stride[1] = 0;
-  FT_RETURN_IF_ERROR(ops.convert(t.k_nope(), t.keys.slice(2, 0, t.c->nope), s));
-  FT_RETURN_IF_ERROR(ops.convert(every_head, t.keys.slice(2, t.c->nope, t.c->rot), s));
-  return ops.kv_store(t.keys, t.v(), slots, t.k_cache, t.v_cache, s);
+  FT_RETURN_IF_ERROR(ops.kv_store(keys, Tensor{}, slots, t.k_cache, Tensor{}, s));
+  return ops.rope(t.q_rope(), positions, inv_freq, t.q_lat_rope(), rope, s);
 }
 
-// Against the cuda ops it fuses bit for bit (0); against ref (float64 rotation, the same roundings) as rope's and
-// kv_store's: f32 rows 1e-12, bf16 kBf16Tol, values unchanged (0). One case holds a padding row (slot -1), which
-// stores nothing: against the cuda composition only (ref's kv_store refuses the slot).
-TEST(OpsCuda, MlaRopeStore) {
+// Against the cuda ops it fuses bit for bit (0: the latent rows, the cache, the rotated queries); against ref
+// (float64 norm and rotation, the same roundings) as rms_norm's, rope's and kv_store's: f32 1e-12, bf16 kBf16Tol.
+// One case holds a padding row (slot -1), which stores nothing: against the cuda composition only (ref's kv_store
+// refuses the slot).
+TEST(OpsCuda, MlaLatentStore) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
-  for (const MlaCase& c : kMlaCases)
+  for (const LatentCase& c : kLatentCases)
     for (DType ad : {DType::kF32, DType::kBF16})
       for (DType cd : {DType::kF32, DType::kBF16})
         for (int64_t n : {1, 7, 33}) {
-          const std::string what = std::string("mla_rope_store ") + c.name + " act " + dt(ad) + " cache " + dt(cd) +
+          const std::string what = std::string("mla_latent_store ") + c.name + " act " + dt(ad) + " cache " + dt(cd) +
                                    " n=" + std::to_string(n);
-          const int64_t qk = c.nope + c.rot, width = c.n_head * qk + c.rot + c.n_head * (c.nope + c.hd_v);
-          const Tensor rows = make_tensor(ad, {n, width});
-          fill_normal(rows, 90 + n + c.rot, 2.0);
+          const Tensor lat = make_tensor(ad, {n, 3 + c.kv_lora + c.rot});
+          const Tensor q_rows = make_tensor(ad, {n, c.n_head * (5 + c.rot)});
+          const Tensor norm_w = make_tensor(DType::kBF16, {c.kv_lora});
+          fill_normal(lat, 70 + n, 2.0), fill_normal(q_rows, 71 + n, 2.0), fill_normal(norm_w, 72);
           const Tensor positions = make_tensor(DType::kI32, {n}), slots = make_tensor(DType::kI32, {n});
           const int at[] = {0, 1, 5, 127, 4096, 31999, 131071};
           const int64_t page_size = 16, n_pages = n / page_size + 2;
@@ -247,33 +251,35 @@ TEST(OpsCuda, MlaRopeStore) {
           const Tensor inv_freq = make_tensor(DType::kF32, {c.rot / 2});
           for (int64_t i = 0; i < c.rot / 2; ++i)
             set_value(inv_freq, i, 1.0 / std::pow(1e4, 2.0 * static_cast<double>(i) / static_cast<double>(c.rot)));
-          const Tensor k_cache = make_tensor(cd, {n_pages, page_size, c.n_head, qk});
-          const Tensor v_cache = make_tensor(cd, {n_pages, page_size, c.n_head, c.hd_v});
-          fill_normal(k_cache, 91), fill_normal(v_cache, 92);
-          const RopeParams rope{c.rot, c.interleaved, c.factor};
+          const Tensor k_cache = make_tensor(cd, {n_pages, page_size, 1, c.kv_lora + c.rot});
+          const Tensor q_out = make_tensor(ad, {n, c.n_head, c.rot + 2});
+          fill_normal(k_cache, 73), fill_normal(q_out, 74);
+          RmsNormParams norm;
+          norm.zero_centered = c.zero_centered;
+          const RopeParams rope{c.rot, c.interleaved, 1.25f};
           const auto on_device = [&] {
-            return MlaTensors{env.up(rows), env.up(k_cache), env.up(v_cache), env.empty(ad, {n, c.n_head, qk}), &c};
+            return LatentTensors{env.up(lat), env.up(q_rows), env.up(q_out), env.up(k_cache), &c};
           };
-          const MlaTensors got = on_device(), unfused = on_device();
-          const Tensor pos_d = env.up(positions), freq_d = env.up(inv_freq), slots_d = env.up(slots);
-          ASSERT_TRUE(run_mla(env.ops(), env.stream(), got, pos_d, freq_d, slots_d, rope, true).ok()) << what;
-          ASSERT_TRUE(run_mla(env.ops(), env.stream(), unfused, pos_d, freq_d, slots_d, rope, false).ok()) << what;
-          const Tensor got_rows = env.down(got.rows), got_k = env.down(got.k_cache), got_v = env.down(got.v_cache);
-          const MlaTensors got_host{got_rows, got_k, got_v, Tensor{}, &c}, input{rows, k_cache, v_cache, Tensor{}, &c};
-          const MlaTensors unfused_host{env.down(unfused.rows), Tensor{}, Tensor{}, Tensor{}, &c};
-          expect_close(got_host.q(), unfused_host.q(), 0, what + " q vs the ops it fuses");
-          expect_close(got_host.k_rope(), input.k_rope(), 0, what + " k_rope left as it was");
-          expect_close(got_k, env.down(unfused.k_cache), 0, what + " k cache vs the ops it fuses");
-          expect_close(got_v, env.down(unfused.v_cache), 0, what + " v cache vs the ops it fuses");
+          const LatentTensors got = on_device(), unfused = on_device();
+          const Tensor w_d = env.up(norm_w), pos_d = env.up(positions), freq_d = env.up(inv_freq);
+          const Tensor slots_d = env.up(slots);
+          ASSERT_TRUE(run_latent(env.ops(), env.stream(), got, w_d, pos_d, freq_d, slots_d, norm, rope, true).ok())
+              << what;
+          ASSERT_TRUE(run_latent(env.ops(), env.stream(), unfused, w_d, pos_d, freq_d, slots_d, norm, rope, false).ok())
+              << what;
+          const Tensor got_lat = env.down(got.lat), got_q = env.down(got.q_out), got_k = env.down(got.k_cache);
+          expect_close(got_lat, env.down(unfused.lat), 0, what + " latent rows vs the ops it fuses");
+          expect_close(got_q, env.down(unfused.q_out), 0, what + " queries vs the ops it fuses");
+          expect_close(got_k, env.down(unfused.k_cache), 0, what + " cache vs the ops it fuses");
           if (padding) continue;
-          // The rope key the composition rotated in place is left as it was by the op: compare the queries only.
-          const MlaTensors want{copy_of(rows), copy_of(k_cache), copy_of(v_cache), make_tensor(ad, {n, c.n_head, qk}),
-                                &c};
-          ASSERT_TRUE(run_mla(env.ref, env.ref_stream, want, positions, inv_freq, slots, rope, false).ok()) << what;
-          expect_close(got_host.q(), want.q(), tol_for(ad, 1e-12), what + " q");
+          const LatentTensors want{copy_of(lat), copy_of(q_rows), copy_of(q_out), copy_of(k_cache), &c};
+          ASSERT_TRUE(
+              run_latent(env.ref, env.ref_stream, want, norm_w, positions, inv_freq, slots, norm, rope, false).ok())
+              << what;
+          expect_close(got_lat, want.lat, tol_for(ad, 1e-12), what + " latent rows");
+          expect_close(got_q, want.q_out, tol_for(ad, 1e-12), what + " queries");
           expect_close(got_k, want.k_cache, cd == DType::kBF16 || ad == DType::kBF16 ? kBf16Tol : 1e-12,
-                       what + " k cache");
-          expect_close(got_v, want.v_cache, 0, what + " v cache");
+                       what + " cache");
         }
 }
 

@@ -42,6 +42,7 @@ const OpTable& cpu_op_table() {
       &cpu::moe_cache_lookup,
       &cpu::moe_cache_fill,
       &cpu::moe_chunk_ids,
+      &cpu::matmul_heads,
   };
   return table;
 }

@@ -44,20 +44,23 @@ Status embedding(const Tensor& table,  // [n_rows, d] f32/bf16
 }
 
 Status kv_store(const Tensor& k,        // [n, n_kv, hd_k] f32
-                const Tensor& v,        // [n, n_kv, hd_v] f32
+                const Tensor& v,        // [n, n_kv, hd_v] f32, or undefined (keys only)
                 const Tensor& slots,    // [n] i32: page * page_size + row
                 const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] f32/bf16
-                const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] f32/bf16
+                const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] f32/bf16, or undefined with v
                 Stream& s) {
-  if (k.dtype != DType::kF32 || v.dtype != DType::kF32) return dtype_error("kv_store", "k/v", k);
-  if (!is_f32_or_bf16(k_cache.dtype) || !is_f32_or_bf16(v_cache.dtype))
+  const bool values = v.defined();
+  if (values != v_cache.defined()) return shape_error("kv_store", "v and v_cache must both be given or neither");
+  if (k.dtype != DType::kF32 || (values && v.dtype != DType::kF32)) return dtype_error("kv_store", "k/v", k);
+  if (!is_f32_or_bf16(k_cache.dtype) || (values && !is_f32_or_bf16(v_cache.dtype)))
     return dtype_error("kv_store", "cache", k_cache);
   if (slots.dtype != DType::kI32) return dtype_error("kv_store", "slots", slots);
-  if (k.ndim != 3 || v.ndim != 3 || k_cache.ndim != 4 || v_cache.ndim != 4 || v.dim(0) != k.dim(0) ||
-      slots.numel() != k.dim(0) || k_cache.dim(2) != k.dim(1) || k_cache.dim(3) != k.dim(2) ||
-      v_cache.dim(2) != v.dim(1) || v_cache.dim(3) != v.dim(2) || v_cache.dim(0) != k_cache.dim(0) ||
-      v_cache.dim(1) != k_cache.dim(1))
-    return shape_error("kv_store", "k, v, slots and caches do not match");
+  if (k.ndim != 3 || k_cache.ndim != 4 || slots.numel() != k.dim(0) || k_cache.dim(2) != k.dim(1) ||
+      k_cache.dim(3) != k.dim(2))
+    return shape_error("kv_store", "k, slots and k_cache do not match");
+  if (values && (v.ndim != 3 || v_cache.ndim != 4 || v.dim(0) != k.dim(0) || v_cache.dim(2) != v.dim(1) ||
+                 v_cache.dim(3) != v.dim(2) || v_cache.dim(0) != k_cache.dim(0) || v_cache.dim(1) != k_cache.dim(1)))
+    return shape_error("kv_store", "v and v_cache do not match k and k_cache");
   const int64_t n = k.dim(0), n_kv = k.dim(1), page_size = k_cache.dim(1);
   const int64_t capacity = k_cache.dim(0) * page_size;
   const int32_t* slot = slots.ptr<const int32_t>();
@@ -69,6 +72,7 @@ Status kv_store(const Tensor& k,        // [n, n_kv, hd_k] f32
       const int64_t i = r / n_kv, h = r % n_kv;
       const int64_t page = slot[i] / page_size, row = slot[i] % page_size;
       for (const auto& [src, cache] : {std::pair{&k, &k_cache}, std::pair{&v, &v_cache}}) {
+        if (!src->defined()) continue;
         const int64_t off = page * cache->stride[0] + row * cache->stride[1] + h * cache->stride[2];
         copy_row(kn, src->ptr<const float>() + i * src->stride[0] + h * src->stride[1], DType::kF32,
                  static_cast<char*>(cache->data()) + dtype_bytes(cache->dtype, static_cast<size_t>(off)),

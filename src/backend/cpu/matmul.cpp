@@ -1,5 +1,6 @@
 // matmul: out = x @ w^T (+ bias). n <= kTileX: a bandwidth-bound GEMV, threads split the weight rows; larger
-// n: items of (L2-sized block of weight rows, chunk of activation rows) handed out dynamically.
+// n: items of (L2-sized block of weight rows, chunk of activation rows) handed out dynamically. matmul_heads: the
+// same, a head at a time.
 #include <algorithm>
 
 #include "backend/cpu/common.h"
@@ -48,6 +49,19 @@ Status matmul(const Tensor& x,     // [n, k] f32
     const XRows xc{xr.base + i0 * xr.stride, xr.stride};
     gemm_block(kn, xc, i1 - i0, wr, j0, j1, k, o + i0 * os + j0, os);
   });
+  return ok_status();
+}
+
+Status matmul_heads(const Tensor& x,    // [n, H, k] f32
+                    const Tensor& w,    // [H, m, k] f32/bf16
+                    const Tensor& out,  // [n, H, m] f32
+                    Stream& s) {
+  if (x.ndim != 3 || w.ndim != 3 || out.ndim != 3 || w.dim(0) != x.dim(1) || out.dim(1) != x.dim(1) ||
+      out.dim(0) != x.dim(0))
+    return shape_error("matmul_heads", "x " + x.shape_string() + ", w " + w.shape_string() + ", out " +
+                                           out.shape_string() + " do not match");
+  for (int64_t h = 0; h < x.dim(1); ++h)
+    FT_RETURN_IF_ERROR(matmul(x.select(1, h), w.select(0, h), Tensor{}, out.select(1, h), s));
   return ok_status();
 }
 

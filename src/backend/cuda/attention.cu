@@ -36,14 +36,19 @@ struct AttnArgs {
   const int32_t* kv_len;
   const int32_t* page_table;
   int64_t pt_stride, n_seq, page_size, n_kv, n_head, group, hd_k, hd_v, window;
+  int64_t k_slot, k_head, v_slot, v_head;  // the caches' strides (elements) between slots and between kv heads
   const void* sinks;  // [n_head] or null
   bool sinks_bf16;
-  bool vec_k;  // hd_k % 8 == 0 and the cache 16-byte aligned: keys read 8 at a time
+  bool vec_k;  // hd_k and the key strides % 8 == 0 and the cache 16-byte aligned: keys read 8 at a time
   float scale;
   int n_split;
   float* partial;       // [n * n_head, n_split, hd_v + 2] when n_split > 1
   const int32_t* used;  // [n]: the splits each row used (a row of one has its output), or null: all n_split
 };
+
+// A cache whose slot (page * page_size + row) indexes its rows through one stride: its pages are page_size rows
+// apart, a kv head's row within a slot contiguous (a view of a wider cache's leading dims qualifies).
+bool slots_uniform(const Tensor& c) { return c.ndim == 4 && c.stride[0] == c.dim(1) * c.stride[1] && c.stride[3] == 1; }
 
 template <class TC>
 __device__ __forceinline__ float dot_row(const float* q, const TC* k, int64_t hd, bool vec) {
@@ -104,7 +109,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
     float score = -INFINITY;
     if (j < k1) {
       const int64_t slot = int64_t{pages[j / a.page_size]} * a.page_size + j % a.page_size;
-      score = dot_row(q_s, kc + (slot * a.n_kv + kvh) * a.hd_k, a.hd_k, vec) * a.scale;
+      score = dot_row(q_s, kc + slot * a.k_slot + kvh * a.k_head, a.hd_k, vec) * a.scale;
     }
     const float m_new = fmaxf(m, block_max(score, red));
     const float p = j < k1 ? expf(score - m_new) : 0.0f;
@@ -123,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
       for (int u = 0; u < kKeys; ++u) {
         const int64_t key = t0 + min(j0 + u, cnt - 1);
         const int64_t slot = int64_t{pages[key / a.page_size]} * a.page_size + key % a.page_size;
-        const TC* vrow = vc + (slot * a.n_kv + kvh) * a.hd_v;
+        const TC* vrow = vc + slot * a.v_slot + kvh * a.v_head;
 #pragma unroll
         for (int i = 0; i < kMaxDimSlots; ++i) {
           const int64_t d = tid + i * kThreads;
@@ -204,10 +209,10 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
 }  // namespace
 
 Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
-                 const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] f32/bf16, contiguous
-                 const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] like k_cache
+                 const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] f32/bf16, pages of whole rows
+                 const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] like k_cache (may view its first dims)
                  const PagedAttentionMeta& meta,
-                 const Tensor& out,      // [n, n_head, hd_v] f32/bf16
+                 const Tensor& out,  // [n, n_head, hd_v] f32/bf16
                  const AttentionParams& p, Stream& s) {
   FT_RETURN_IF_ERROR(device_check("attention", {&q, &k_cache, &v_cache, &out, &meta.q_start, &meta.kv_len,
                                                 &meta.page_table, &p.sinks}));
@@ -220,7 +225,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   if (q.ndim != 3 || out.ndim != 3 || k_cache.ndim != 4 || v_cache.ndim != 4 || out.dim(0) != q.dim(0) ||
       out.dim(1) != q.dim(1) || k_cache.dim(3) != q.dim(2) || v_cache.dim(3) != out.dim(2) ||
       k_cache.dim(2) != v_cache.dim(2) || k_cache.dim(1) != meta.page_size || v_cache.dim(1) != meta.page_size ||
-      k_cache.dim(2) == 0 || q.dim(1) % k_cache.dim(2) != 0 || !k_cache.is_contiguous() || !v_cache.is_contiguous() ||
+      k_cache.dim(2) == 0 || q.dim(1) % k_cache.dim(2) != 0 || !slots_uniform(k_cache) || !slots_uniform(v_cache) ||
       out.dim(2) > kThreads * kMaxDimSlots || meta.page_table.ndim != 2 || meta.n_seq < 1 ||
       meta.q_start.numel() < meta.n_seq + 1 || meta.kv_len.numel() < meta.n_seq)
     return shape_error("attention", "q, caches, meta and out do not match");
@@ -232,8 +237,9 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   // sequences) to the prefill kernel, decode steps (a row per sequence) to the decode kernel.
   const int64_t group = n_head / k_cache.dim(2);
   const bool tiles = q.dtype == DType::kBF16 && k_cache.dtype == DType::kBF16 && q.dim(2) == hd_v &&
-                     q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
-                     aligned16(k_cache.data()) && aligned16(v_cache.data());
+                     k_cache.is_contiguous() && v_cache.is_contiguous() && q.stride[0] % 8 == 0 &&
+                     q.stride[1] % 8 == 0 && aligned16(q.data()) && aligned16(k_cache.data()) &&
+                     aligned16(v_cache.data());
   const TileAttnArgs pa{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(),
                            out.stride[0], out.stride[1], meta.q_start.ptr<const int32_t>(),
                            meta.kv_len.ptr<const int32_t>(), meta.page_table.ptr<const int32_t>(),
@@ -289,13 +295,37 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     });
     return cuda_status(err, "attention (decode combine)");
   }
-  AttnArgs a{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(), out.stride[0],
-             out.stride[1], meta.q_start.ptr<const int32_t>(), meta.kv_len.ptr<const int32_t>(),
-             meta.page_table.ptr<const int32_t>(), meta.page_table.stride[0], meta.n_seq, meta.page_size,
-             k_cache.dim(2), n_head, n_head / k_cache.dim(2), q.dim(2), hd_v, p.window,
-             p.sinks.defined() ? p.sinks.data() : nullptr, p.sinks.dtype == DType::kBF16,
-             q.dim(2) % 8 == 0 && aligned16(k_cache.data()), p.scale, 1,
-             cs.attention_scratch(), nullptr};
+  AttnArgs a{q.data(),
+             q.stride[0],
+             q.stride[1],
+             k_cache.data(),
+             v_cache.data(),
+             out.data(),
+             out.stride[0],
+             out.stride[1],
+             meta.q_start.ptr<const int32_t>(),
+             meta.kv_len.ptr<const int32_t>(),
+             meta.page_table.ptr<const int32_t>(),
+             meta.page_table.stride[0],
+             meta.n_seq,
+             meta.page_size,
+             k_cache.dim(2),
+             n_head,
+             n_head / k_cache.dim(2),
+             q.dim(2),
+             hd_v,
+             p.window,
+             k_cache.stride[1],
+             k_cache.stride[2],
+             v_cache.stride[1],
+             v_cache.stride[2],
+             p.sinks.defined() ? p.sinks.data() : nullptr,
+             p.sinks.dtype == DType::kBF16,
+             q.dim(2) % 8 == 0 && k_cache.stride[1] % 8 == 0 && k_cache.stride[2] % 8 == 0 && aligned16(k_cache.data()),
+             p.scale,
+             1,
+             cs.attention_scratch(),
+             nullptr};
   // Splits: enough blocks for two waves, no split shorter than 16 keys of the longest possible sequence,
   // and the partials within the stream's fixed scratch.
   const int64_t want = (2 * cs.n_sm() + n_plan * n_head - 1) / (n_plan * n_head);

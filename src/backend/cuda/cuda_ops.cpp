@@ -25,7 +25,8 @@ bool supports(Op op, DType act, DType weight) {
     case Op::kGatedDeltaStep:
     case Op::kRmsNormGated:
     case Op::kSigmoidMul:
-    case Op::kMlaRopeStore: {
+    case Op::kMatmulHeads:
+    case Op::kMlaLatentStore: {
       auto fb = [](DType t) { return t == DType::kF32 || t == DType::kBF16; };
       return fb(act) && fb(weight);
     }
@@ -68,7 +69,8 @@ const OpTable& cuda_op_table() {
       .moe_cache_lookup = &cuda::moe_cache_lookup,
       .moe_cache_fill = &cuda::moe_cache_fill,
       .moe_chunk_ids = &cuda::moe_chunk_ids,
-      .mla_rope_store = &cuda::mla_rope_store,
+      .matmul_heads = &cuda::matmul_heads,
+      .mla_latent_store = &cuda::mla_latent_store,
   };
   return table;
 }

@@ -18,7 +18,7 @@ __global__ void embedding_kernel(const TT* table, int64_t table_stride, int64_t 
   for (int64_t j = threadIdx.x; j < d; j += blockDim.x) dst[j] = from_f32<TO>(to_f32(src[j]));
 }
 
-// One block per token: every kv head's key and value row into the token's slot.
+// One block per token: every kv head's key and value row (v null: keys only) into the token's slot.
 template <class TS, class TC>
 __global__ void kv_store_kernel(const TS* k, int64_t k_tok, int64_t k_head, const TS* v, int64_t v_tok,
                                 int64_t v_head, const int32_t* slots, int64_t n_slots, int64_t n_kv, int64_t hd_k,
@@ -29,6 +29,7 @@ __global__ void kv_store_kernel(const TS* k, int64_t k_tok, int64_t k_head, cons
   TC* vc = v_cache + slot * n_kv * hd_v;
   for (int64_t i = threadIdx.x; i < n_kv * hd_k; i += blockDim.x)
     kc[i] = from_f32<TC>(to_f32(k[t * k_tok + i / hd_k * k_head + i % hd_k]));
+  if (v == nullptr) return;  // keys only
   for (int64_t i = threadIdx.x; i < n_kv * hd_v; i += blockDim.x)
     vc[i] = from_f32<TC>(to_f32(v[t * v_tok + i / hd_v * v_head + i % hd_v]));
 }
@@ -57,30 +58,36 @@ Status embedding(const Tensor& table,  // [n_rows, d] f32/bf16
   return launch_status("embedding");
 }
 
-Status kv_store(const Tensor& k,        // [n, n_kv, hd_k] f32/bf16
-                const Tensor& v,        // [n, n_kv, hd_v] like k
-                const Tensor& slots,    // [n] i32
-                const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] contiguous
-                const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] contiguous, k_cache's dtype
-                Stream& s) {
+Status kv_store(
+    const Tensor& k,        // [n, n_kv, hd_k] f32/bf16
+    const Tensor& v,        // [n, n_kv, hd_v] like k, or undefined (keys only)
+    const Tensor& slots,    // [n] i32
+    const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] contiguous
+    const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] contiguous, k_cache's dtype; undefined with v
+    Stream& s) {
   FT_RETURN_IF_ERROR(device_check("kv_store", {&k, &v, &slots, &k_cache, &v_cache}));
-  if (!is_fb(k.dtype) || v.dtype != k.dtype) return dtype_error("kv_store", "k/v", k);
-  if (!is_fb(k_cache.dtype) || v_cache.dtype != k_cache.dtype) return dtype_error("kv_store", "cache", k_cache);
+  const bool values = v.defined();
+  if (values != v_cache.defined()) return shape_error("kv_store", "v and v_cache must both be given or neither");
+  if (!is_fb(k.dtype) || (values && v.dtype != k.dtype)) return dtype_error("kv_store", "k/v", k);
+  if (!is_fb(k_cache.dtype) || (values && v_cache.dtype != k_cache.dtype))
+    return dtype_error("kv_store", "cache", k_cache);
   if (slots.dtype != DType::kI32) return dtype_error("kv_store", "slots", slots);
-  if (k.ndim != 3 || v.ndim != 3 || k_cache.ndim != 4 || v_cache.ndim != 4 || !k_cache.is_contiguous() ||
-      !v_cache.is_contiguous() || v.dim(0) != k.dim(0) || v.dim(1) != k.dim(1) || slots.numel() != k.dim(0) ||
-      k_cache.dim(2) != k.dim(1) || k_cache.dim(3) != k.dim(2) || v_cache.dim(2) != v.dim(1) ||
-      v_cache.dim(3) != v.dim(2) || k_cache.dim(0) != v_cache.dim(0) || k_cache.dim(1) != v_cache.dim(1))
-    return shape_error("kv_store", "k, v, slots and caches do not match");
+  if (k.ndim != 3 || k_cache.ndim != 4 || !k_cache.is_contiguous() || slots.numel() != k.dim(0) ||
+      k_cache.dim(2) != k.dim(1) || k_cache.dim(3) != k.dim(2))
+    return shape_error("kv_store", "k, slots and k_cache do not match");
+  if (values && (v.ndim != 3 || v_cache.ndim != 4 || !v_cache.is_contiguous() || v.dim(0) != k.dim(0) ||
+                 v.dim(1) != k.dim(1) || v_cache.dim(2) != v.dim(1) || v_cache.dim(3) != v.dim(2) ||
+                 k_cache.dim(0) != v_cache.dim(0) || k_cache.dim(1) != v_cache.dim(1)))
+    return shape_error("kv_store", "v and v_cache do not match k and k_cache");
   const int64_t n = k.dim(0);
   if (n == 0) return ok_status();
   with_types({k.dtype, k_cache.dtype}, [&](auto ts, auto tc) {
     using TS = decltype(ts);
     using TC = decltype(tc);
     kv_store_kernel<TS, TC><<<static_cast<unsigned>(n), 256, 0, cuda_stream(s).get()>>>(
-        k.ptr<const TS>(), k.stride[0], k.stride[1], v.ptr<const TS>(), v.stride[0], v.stride[1],
-        slots.ptr<const int32_t>(), k_cache.dim(0) * k_cache.dim(1), k.dim(1), k.dim(2), v.dim(2),
-        k_cache.ptr<TC>(), v_cache.ptr<TC>());
+        k.ptr<const TS>(), k.stride[0], k.stride[1], values ? v.ptr<const TS>() : nullptr, values ? v.stride[0] : 0,
+        values ? v.stride[1] : 0, slots.ptr<const int32_t>(), k_cache.dim(0) * k_cache.dim(1), k.dim(1), k.dim(2),
+        values ? v.dim(2) : 0, k_cache.ptr<TC>(), values ? v_cache.ptr<TC>() : nullptr);
   });
   return launch_status("kv_store");
 }

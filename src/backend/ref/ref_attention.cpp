@@ -17,7 +17,8 @@ Status kv_store(const Tensor& k, const Tensor& v, const Tensor& slots, const Ten
     const int64_t page = slot / page_size, row = slot % page_size;
     for (int64_t h = 0; h < n_kv; ++h) {
       for (int64_t i = 0; i < k.dim(2); ++i) set(k_cache, get(k, t, h, i), page, row, h, i);
-      for (int64_t i = 0; i < v.dim(2); ++i) set(v_cache, get(v, t, h, i), page, row, h, i);
+      if (v.defined())
+        for (int64_t i = 0; i < v.dim(2); ++i) set(v_cache, get(v, t, h, i), page, row, h, i);
     }
   }
   return ok_status();

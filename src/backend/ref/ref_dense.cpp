@@ -32,6 +32,22 @@ Status matmul(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor
   return ok_status();
 }
 
+Status matmul_heads(const Tensor& x, const Tensor& w, const Tensor& out, Stream&) {
+  const int64_t n = x.dim(0), heads = x.dim(1), k = x.dim(2), m = w.dim(1);
+  if (x.ndim != 3 || w.ndim != 3 || out.ndim != 3 || w.dim(0) != heads || w.dim(2) != k || out.dim(0) != n ||
+      out.dim(1) != heads || out.dim(2) != m)
+    return invalid_argument("matmul_heads: x " + x.shape_string() + " w " + w.shape_string() + " out " +
+                            out.shape_string());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t j = 0; j < m; ++j) {
+        double acc = 0.0;
+        for (int64_t c = 0; c < k; ++c) acc += get(x, i, h, c) * get(w, h, j, c);
+        set(out, acc, i, h, j);
+      }
+  return ok_status();
+}
+
 Status rms_norm(const Tensor& x, const Tensor& w, const Tensor& out, const RmsNormParams& p, Stream&) {
   const int64_t d = x.dim(-1), rows = x.n_rows();
   if (w.dim(0) != d || out.numel() != x.numel()) return invalid_argument("rms_norm: shapes");

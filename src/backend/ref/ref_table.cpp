@@ -31,6 +31,7 @@ const OpTable& ref_op_table() {
       .rms_norm_gated = ref::rms_norm_gated,
       .sigmoid_mul = ref::sigmoid_mul,
       .sample = ref::sample,
+      .matmul_heads = ref::matmul_heads,
   };
   return table;
 }
