@@ -1,13 +1,13 @@
 // cuda kv_store, paged attention, moe_route and moe_experts against the ref ops, f32 and bf16 activations;
 // skipped without a GPU. Attention: several sequences with different kv lengths (decode rows and prefill
 // chunks mixed), shuffled page tables, page sizes 1 and 16, GQA ratios 1 to 8, sliding windows, sinks, hd_k
-// != hd_v, values that are the keys' leading dims (the latent cache: 576-wide keys, 512-wide values), the split-KV
-// decode path (one row per sequence; on sm_90 up to 16 ranges merge in a thread-block cluster, more in the combine
-// kernel), the single-split prefill path and the tensor-core prefill path (bf16 q and cache; head dims 64, 128 and 256,
-// each with and without a window and sinks; prompts of several 64-row query tiles and key tiles, after a cached prefix,
-// with a partial last tile). Tolerances (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online
-// softmax in fp32: 1e-10; f32 experts are two fp32 GEMMs: 1e-9; router ids exact and weights 1e-12; bf16 outputs
-// kBf16Tol.
+// != hd_v, values that are the keys' leading dims (the latent cache: 576-wide keys, 512-wide values; its bf16
+// decode kernel in blocks of 16 query heads, 20 heads making a partial second group), the split-KV decode path (one row
+// per sequence; on sm_90 up to 16 ranges merge in a thread-block cluster, more in the combine kernel), the single-split
+// prefill path and the tensor-core prefill path (bf16 q and cache; head dims 64, 128 and 256, each with and without a
+// window and sinks; prompts of several 64-row query tiles and key tiles, after a cached prefix, with a partial last
+// tile). Tolerances (NMSE): kv_store is an exact copy (0); f32 attention rounds q.k and the online softmax in fp32:
+// 1e-10; f32 experts are two fp32 GEMMs: 1e-9; router ids exact and weights 1e-12; bf16 outputs kBf16Tol.
 #include <string>
 #include <vector>
 
@@ -82,14 +82,23 @@ TEST(OpsCuda, Attention) {
   CudaEnv env;
   FT_REQUIRE_GPU(env);
   const AttnCase cases[] = {
-      {1, 1, 64, 16, 0, false, DType::kF32},          {2, 1, 64, 1, 0, false, DType::kF32},
-      {8, 2, 128, 16, 0, false, DType::kBF16},        {8, 1, 80, 16, 0, false, DType::kF32},
-      {16, 2, 64, 16, 7, false, DType::kF32},         {4, 2, 64, 1, 7, true, DType::kBF16},
-      {8, 1, 64, 16, 0, true, DType::kF32},           {6, 2, 128, 16, 20, true, DType::kF32},
-      {32, 4, 128, 16, 0, false, DType::kBF16},       {8, 2, 128, 16, 100, true, DType::kBF16},
-      {8, 2, 64, 16, 0, false, DType::kBF16},         {8, 2, 256, 16, 0, false, DType::kBF16},
-      {4, 1, 256, 16, 100, true, DType::kBF16},       {4, 1, 72, 16, 0, false, DType::kF32, true},
+      {1, 1, 64, 16, 0, false, DType::kF32},
+      {2, 1, 64, 1, 0, false, DType::kF32},
+      {8, 2, 128, 16, 0, false, DType::kBF16},
+      {8, 1, 80, 16, 0, false, DType::kF32},
+      {16, 2, 64, 16, 7, false, DType::kF32},
+      {4, 2, 64, 1, 7, true, DType::kBF16},
+      {8, 1, 64, 16, 0, true, DType::kF32},
+      {6, 2, 128, 16, 20, true, DType::kF32},
+      {32, 4, 128, 16, 0, false, DType::kBF16},
+      {8, 2, 128, 16, 100, true, DType::kBF16},
+      {8, 2, 64, 16, 0, false, DType::kBF16},
+      {8, 2, 256, 16, 0, false, DType::kBF16},
+      {4, 1, 256, 16, 100, true, DType::kBF16},
+      {4, 1, 72, 16, 0, false, DType::kF32, true},
       {16, 1, 576, 16, 0, false, DType::kBF16, true},
+      {20, 1, 72, 1, 0, false, DType::kBF16, true},
+      {16, 1, 576, 16, 100, false, DType::kBF16, true},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const AttnCase& c : cases) {

@@ -10,6 +10,7 @@
 #include <bit>
 
 #include "backend/cuda/attention_decode.cuh"
+#include "backend/cuda/attention_latent.cuh"
 #include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/cuda_ops.h"
@@ -206,6 +207,20 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(AttnArgs a) {
   }
 }
 
+// The combine kernel over a decode kernel's partials, each row's count of them in used.
+Status combine(const Tensor& out, int64_t n, int64_t n_head, int64_t hd_v, int n_split, float* partial, int32_t* used,
+               const CudaStream& cs) {
+  AttnArgs c{};
+  c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;
+  c.n_split = n_split, c.partial = partial, c.used = used;
+  cudaError_t err = cudaSuccess;
+  with_type(out.dtype, [&](auto to) {
+    err = launch_pdl(cs.pdl(), combine_kernel<decltype(to)>, dim3(static_cast<unsigned>(n * n_head)), dim3(kThreads), 0,
+                     cs.get(), c);
+  });
+  return cuda_status(err, "attention (decode combine)");
+}
+
 }  // namespace
 
 Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
@@ -260,6 +275,39 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   const int64_t used_bytes = n_plan * static_cast<int64_t>(sizeof(int32_t));  // the decode kernel's counts, after
   const int64_t max_split =
       std::max<int64_t>(1, (static_cast<int64_t>(CudaStream::kAttentionScratchBytes) - used_bytes) / per_split);
+  const bool values_in_keys = v_cache.data() == k_cache.data() && v_cache.stride[1] == k_cache.stride[1];
+  if (n == meta.n_seq && k_cache.dim(2) == 1 && k_cache.dtype == DType::kBF16 && values_in_keys &&
+      k_cache.is_contiguous() && !p.sinks.defined() && latent_decode_supported(q.dim(2), hd_v)) {
+    // A latent cache (one kv head, its values its keys' leading dims): a block per 16 query heads and key range.
+    const int64_t groups = (n_head + kLatentHeadsPerBlock - 1) / kLatentHeadsPerBlock;
+    const int64_t fill = (3 * int64_t{cs.n_sm()} + n_plan * groups - 1) / (n_plan * groups);
+    const int64_t needed = (max_keys + kLatentMinSplitKeys - 1) / kLatentMinSplitKeys;
+    const int n_split =
+        static_cast<int>(std::clamp<int64_t>(needed, 1, std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
+    float* partial = cs.attention_scratch();
+    auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
+    const LatentAttnArgs la{q.data(),
+                            q.stride[0],
+                            q.stride[1],
+                            k_cache.data(),
+                            out.data(),
+                            out.stride[0],
+                            out.stride[1],
+                            meta.kv_len.ptr<const int32_t>(),
+                            meta.page_table.ptr<const int32_t>(),
+                            meta.page_table.stride[0],
+                            meta.page_size,
+                            n_head,
+                            q.dim(2),
+                            hd_v,
+                            p.window,
+                            p.scale};
+    FT_RETURN_IF_ERROR(cuda_status(launch_latent_decode_attention(la, n, n_split, partial, used, q.dtype == DType::kF32,
+                                                                  out.dtype == DType::kF32, cs.get()),
+                                   "attention (latent decode)"));
+    if (n_split == 1) return ok_status();
+    return combine(out, n, n_head, hd_v, n_split, partial, used, cs);
+  }
   if (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group)) {
     // As many ranges as the longest possible row fills (kMinSplitKeys each), up to three blocks per SM and 64
     // ranges; a shorter row uses fewer (the kernel sizes them from its keys). On the H200 with Qwen3-30B-A3B's
@@ -285,15 +333,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
                                                            out.dtype == DType::kF32, cs.pdl(), cs.get()),
                                    "attention (decode)"));
     if (n_split == 1 || cluster_merge) return ok_status();
-    AttnArgs c{};
-    c.out = out.data(), c.o_tok = out.stride[0], c.o_head = out.stride[1], c.n_head = n_head, c.hd_v = hd_v;
-    c.n_split = n_split, c.partial = partial, c.used = used;
-    cudaError_t err = cudaSuccess;
-    with_type(out.dtype, [&](auto to) {
-      err = launch_pdl(cs.pdl(), combine_kernel<decltype(to)>, dim3(static_cast<unsigned>(n * n_head)), dim3(kThreads),
-                       0, cs.get(), c);
-    });
-    return cuda_status(err, "attention (decode combine)");
+    return combine(out, n, n_head, hd_v, n_split, partial, used, cs);
   }
   AttnArgs a{q.data(),
              q.stride[0],
