@@ -265,7 +265,7 @@ struct OpTable {
   // the query heads' rope dims rotated into q_out. Equals rms_norm(keys[..., :kv_lora], norm_w), rope(keys[...,
   // kv_lora:]), kv_store(keys, -, slots, k_cache, -), rope(q_rope -> q_out). keys [n, 1, kv_lora + rot_dim] act;
   // norm_w [kv_lora]; q_rope, q_out [n, H, rot_dim], keys' dtype; positions, slots [n] i32; inv_freq [rot_dim / 2]
-  // f32; k_cache [n_pages, page_size, 1, kv_lora + rot_dim]. Null where a backend runs those ops instead (ref, cpu).
+  // f32; k_cache [n_pages, page_size, 1, kv_lora + rot_dim]. ref and cpu run those ops (composed_ops.h).
   Status (*mla_latent_store)(const Tensor& keys, const Tensor& norm_w, const Tensor& q_rope, const Tensor& q_out,
                              const Tensor& positions, const Tensor& inv_freq, const Tensor& slots,
                              const Tensor& k_cache, const RmsNormParams& norm, const RopeParams& rope, Stream& s);

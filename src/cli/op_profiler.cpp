@@ -128,7 +128,7 @@ OpTable profiling_table(const OpTable& inner_table) {
   t.moe_cache_lookup = moe_cache_lookup;
   t.moe_cache_fill = moe_cache_fill;
   t.matmul_heads = matmul_heads;
-  if (inner_table.mla_latent_store) t.mla_latent_store = mla_latent_store;  // null stays null: the model runs its ops
+  t.mla_latent_store = mla_latent_store;
   return t;
 }
 

@@ -85,16 +85,8 @@ Status MlaAttention::forward(const LayerContext& c, const LayerScratch& s, const
   const Tensor keys = split_heads(lat.slice(1, q_cols, key), 1, key);  // [n, 1, kv_lora + rope]
   const Tensor q = split_heads(q_rows, n_head, qk);                    // [n, H, qk]
   const Tensor q_rope = q.slice(2, nope, rope_dim), q_lat_rope = q_lat.slice(2, kv_lora, rope_dim);
-  if (c.ops.mla_latent_store) {
-    FT_RETURN_IF_ERROR(c.ops.mla_latent_store(keys, kv_a_norm, q_rope, q_lat_rope, c.step.positions, inv_freq,
-                                              c.step.slots, c.kv.k(layer), latent_norm, rope, c.stream));
-  } else {
-    const Tensor kv_latent = lat.slice(1, q_cols, kv_lora), k_rope = keys.slice(2, kv_lora, rope_dim);
-    FT_RETURN_IF_ERROR(c.ops.rms_norm(kv_latent, kv_a_norm, kv_latent, latent_norm, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.rope(k_rope, c.step.positions, inv_freq, k_rope, rope, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.kv_store(keys, Tensor{}, c.step.slots, c.kv.k(layer), Tensor{}, c.stream));
-    FT_RETURN_IF_ERROR(c.ops.rope(q_rope, c.step.positions, inv_freq, q_lat_rope, rope, c.stream));
-  }
+  FT_RETURN_IF_ERROR(c.ops.mla_latent_store(keys, kv_a_norm, q_rope, q_lat_rope, c.step.positions, inv_freq,
+                                            c.step.slots, c.kv.k(layer), latent_norm, rope, c.stream));
   FT_RETURN_IF_ERROR(c.ops.matmul_heads(q.slice(2, 0, nope), w_uk, q_lat.slice(2, 0, kv_lora), c.stream));
   FT_RETURN_IF_ERROR(c.ops.attention(q_lat, c.kv.k(layer), c.kv.v(layer), c.step.meta, o_lat, attn, c.stream));
   const Tensor attn_rows = rows(s.attn, n).slice(1, 0, n_head * v_dim);  // [n, H v]

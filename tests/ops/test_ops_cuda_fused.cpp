@@ -6,6 +6,7 @@
 // keys as the rows they are copied from (a bf16 cache: kBf16Tol).
 #include <string>
 
+#include "backend/composed_ops.h"
 #include "norm_rope_cases.h"
 #include "test_ops_cuda_env.h"
 
@@ -207,19 +208,15 @@ struct LatentTensors {
   Tensor q_lat_rope() const { return q_out.slice(2, 2, c->rot); }
 };
 
-// mla_latent_store's inputs and what it writes: the op, or the ops it fuses (rms_norm, rope, kv_store, rope).
+// mla_latent_store's inputs and what it writes: the op, or the ops it fuses (composed_ops.h).
 Status run_latent(const OpTable& ops, Stream& s, const LatentTensors& t, const Tensor& norm_w, const Tensor& positions,
                   const Tensor& inv_freq, const Tensor& slots, const RmsNormParams& norm, const RopeParams& rope,
                   bool fused) {
-  const Tensor keys = t.keys();
   if (fused)
-    return ops.mla_latent_store(keys, norm_w, t.q_rope(), t.q_lat_rope(), positions, inv_freq, slots, t.k_cache, norm,
-                                rope, s);
-  const Tensor latent = t.lat.slice(1, 3, t.c->kv_lora), k_rope = keys.slice(2, t.c->kv_lora, t.c->rot);
-  FT_RETURN_IF_ERROR(ops.rms_norm(latent, norm_w, latent, norm, s));
-  FT_RETURN_IF_ERROR(ops.rope(k_rope, positions, inv_freq, k_rope, rope, s));
-  FT_RETURN_IF_ERROR(ops.kv_store(keys, Tensor{}, slots, t.k_cache, Tensor{}, s));
-  return ops.rope(t.q_rope(), positions, inv_freq, t.q_lat_rope(), rope, s);
+    return ops.mla_latent_store(t.keys(), norm_w, t.q_rope(), t.q_lat_rope(), positions, inv_freq, slots, t.k_cache,
+                                norm, rope, s);
+  return mla_latent_store_in_turn(ops, t.keys(), norm_w, t.q_rope(), t.q_lat_rope(), positions, inv_freq, slots,
+                                  t.k_cache, norm, rope, s);
 }
 
 // Against the cuda ops it fuses bit for bit (0: the latent rows, the cache, the rotated queries); against ref

@@ -43,6 +43,7 @@ const OpTable& cpu_op_table() {
       &cpu::moe_cache_fill,
       &cpu::moe_chunk_ids,
       &cpu::matmul_heads,
+      &cpu::mla_latent_store,
   };
   return table;
 }

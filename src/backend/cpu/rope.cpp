@@ -1,8 +1,10 @@
 // rope: rotates the first rot_dim dims of every head (rotate-half or interleaved pairs); the rest pass through.
 // angle = f32(position) * inv_freq[i] as a float multiply (as transformers forms it); cos and sin of it are
-// taken in double and rounded to float, which matches a float64 reference best.
+// taken in double and rounded to float, which matches a float64 reference best. mla_latent_store: the ops it fuses
+// in turn (composed_ops.h).
 #include "backend/cpu/rope.h"
 
+#include "backend/composed_ops.h"
 #include "backend/cpu/common.h"
 #include "backend/cpu/cpu_ops.h"
 
@@ -33,6 +35,13 @@ Status rope(const Tensor& x,          // [n, n_head, head_dim] f32
     }
   });
   return ok_status();
+}
+
+Status mla_latent_store(const Tensor& keys, const Tensor& norm_w, const Tensor& q_rope, const Tensor& q_out,
+                        const Tensor& positions, const Tensor& inv_freq, const Tensor& slots, const Tensor& k_cache,
+                        const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
+  return mla_latent_store_in_turn(cpu_op_table(), keys, norm_w, q_rope, q_out, positions, inv_freq, slots, k_cache,
+                                  norm, rope_p, s);
 }
 
 }  // namespace ft::cpu

@@ -1,7 +1,9 @@
 // Reference rotary position embedding (rotate-half and interleaved, partial rotary), and attention's inputs: the q/k
-// norm, rope and the KV store one after the other.
+// norm, rope and the KV store one after the other; multi-head latent attention's cache row and query rope
+// (composed_ops.h).
 #include <cmath>
 
+#include "backend/composed_ops.h"
 #include "backend/ref/ref_access.h"
 #include "backend/ref/ref_ops.h"
 
@@ -46,6 +48,13 @@ Status qk_norm_rope_store(const Tensor& q, const Tensor& k, const Tensor& v, con
   FT_RETURN_IF_ERROR(rope(q, positions, inv_freq, q, rope_p, s));
   FT_RETURN_IF_ERROR(rope(k, positions, inv_freq, k, rope_p, s));
   return kv_store(k, v, slots, k_cache, v_cache, s);
+}
+
+Status mla_latent_store(const Tensor& keys, const Tensor& norm_w, const Tensor& q_rope, const Tensor& q_out,
+                        const Tensor& positions, const Tensor& inv_freq, const Tensor& slots, const Tensor& k_cache,
+                        const RmsNormParams& norm, const RopeParams& rope_p, Stream& s) {
+  return mla_latent_store_in_turn(ref_op_table(), keys, norm_w, q_rope, q_out, positions, inv_freq, slots, k_cache,
+                                  norm, rope_p, s);
 }
 
 }  // namespace ft::ref

@@ -32,6 +32,7 @@ const OpTable& ref_op_table() {
       .sigmoid_mul = ref::sigmoid_mul,
       .sample = ref::sample,
       .matmul_heads = ref::matmul_heads,
+      .mla_latent_store = ref::mla_latent_store,
   };
   return table;
 }
