@@ -50,8 +50,8 @@ Status KvCache::copy_page(Backend& backend, int32_t src, int32_t dst) const {
   for (size_t l = 0; l < k_.size(); ++l) {
     if (!k_[l].defined()) continue;
     FT_RETURN_IF_ERROR(backend.copy(k_[l].select(0, src), k_[l].select(0, dst)));
-    if (v_[l].is_contiguous()) FT_RETURN_IF_ERROR(backend.copy(v_[l].select(0, src), v_[l].select(0, dst)));
-    // else a view of the keys, copied with them
+    if (v_[l].buffer == k_[l].buffer) continue;  // values in the keys: copied with them
+    FT_RETURN_IF_ERROR(backend.copy(v_[l].select(0, src), v_[l].select(0, dst)));
   }
   return ok_status();
 }

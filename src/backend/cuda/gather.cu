@@ -58,13 +58,12 @@ Status embedding(const Tensor& table,  // [n_rows, d] f32/bf16
   return launch_status("embedding");
 }
 
-Status kv_store(
-    const Tensor& k,        // [n, n_kv, hd_k] f32/bf16
-    const Tensor& v,        // [n, n_kv, hd_v] like k, or undefined (keys only)
-    const Tensor& slots,    // [n] i32
-    const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] contiguous
-    const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] contiguous, k_cache's dtype; undefined with v
-    Stream& s) {
+Status kv_store(const Tensor& k,        // [n, n_kv, hd_k] f32/bf16
+                const Tensor& v,        // [n, n_kv, hd_v] like k, or undefined (keys only)
+                const Tensor& slots,    // [n] i32
+                const Tensor& k_cache,  // [n_pages, page_size, n_kv, hd_k] contiguous
+                const Tensor& v_cache,  // [n_pages, page_size, n_kv, hd_v] like k_cache, undefined with v
+                Stream& s) {
   FT_RETURN_IF_ERROR(device_check("kv_store", {&k, &v, &slots, &k_cache, &v_cache}));
   const bool values = v.defined();
   if (values != v_cache.defined()) return shape_error("kv_store", "v and v_cache must both be given or neither");
