@@ -1,8 +1,9 @@
 // cuda kv_store, paged attention, moe_route and moe_experts against the ref ops, f32 and bf16 activations;
 // skipped without a GPU. Attention: several sequences with different kv lengths (decode rows and prefill
 // chunks mixed), shuffled page tables, page sizes 1 and 16, GQA ratios 1 to 8, sliding windows, sinks, hd_k
-// != hd_v, values that are the keys' leading dims (the latent cache: 576-wide keys, 512-wide values; its bf16
-// decode kernel in blocks of 16 query heads, 20 heads making a partial second group), the split-KV decode path (one row
+// != hd_v, values that are the keys' leading dims (the latent cache: 576-wide keys, 512-wide values, 16 and 32 heads,
+// bf16 decode rows on the tensor-core decode kernel, f32 ones on the CUDA-core latent kernel; 72-wide keys of 20 heads
+// there too, a partial second group of 16), the split-KV decode path (one row
 // per sequence; on sm_90 up to 16 ranges merge in a thread-block cluster, more in the combine kernel), the single-split
 // prefill path and the tensor-core prefill path (bf16 q and cache; head dims 64, 128 and 256, each with and without a
 // window and sinks; prompts of several 64-row query tiles and key tiles, after a cached prefix, with a partial last
@@ -99,6 +100,7 @@ TEST(OpsCuda, Attention) {
       {16, 1, 576, 16, 0, false, DType::kBF16, true},
       {20, 1, 72, 1, 0, false, DType::kBF16, true},
       {16, 1, 576, 16, 100, false, DType::kBF16, true},
+      {32, 1, 576, 1, 0, false, DType::kBF16, true},
   };
   for (DType ad : {DType::kF32, DType::kBF16})
     for (const AttnCase& c : cases) {

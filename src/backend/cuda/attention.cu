@@ -276,9 +276,46 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   const int64_t max_split =
       std::max<int64_t>(1, (static_cast<int64_t>(CudaStream::kAttentionScratchBytes) - used_bytes) / per_split);
   const bool values_in_keys = v_cache.data() == k_cache.data() && v_cache.stride[1] == k_cache.stride[1];
+  // A latent cache (one kv head, its values its keys' leading dims) of DeepSeek-V3's widths: the tensor-core decode
+  // kernel in blocks of 16 query heads, as the grouped heads of the branch below.
+  const bool latent_tiles = n == meta.n_seq && k_cache.dim(2) == 1 && values_in_keys && q.dtype == DType::kBF16 &&
+                            k_cache.dtype == DType::kBF16 && k_cache.is_contiguous() && !p.sinks.defined() &&
+                            q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
+                            aligned16(k_cache.data()) && latent_tile_decode_supported(q.dim(2), hd_v, n_head);
+  if (latent_tiles || (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group))) {
+    TileAttnArgs da = pa;
+    if (latent_tiles) da.n_kv = n_head / kLatentTileHeads, da.group = kLatentTileHeads;
+    // As many ranges as the longest possible row fills (kMinSplitKeys each), up to three blocks per SM and 64
+    // ranges; a shorter row uses fewer (the kernel sizes them from its keys). On the H200 with Qwen3-30B-A3B's
+    // heads: fewer ranges cost batch 1 about 2% at 300 keys, more cost batch 3 10% at 8192 (docs/perf.md).
+    // Where they merge in one cluster, a launch of few rows takes more, up to a block an SM (a power of two): the
+    // cluster merge is divided over every block of the cluster, empty ranges too, and SMs the step leaves idle cost
+    // nothing. H200, Qwen3-30B-A3B: 16 at batch 1 (2.8% faster than 2 to 4 at 100-165 keys), 8 at batch 4 (2.8% faster
+    // than 16), 4 at batch 8 (1.4%) (docs/perf.md).
+    const int64_t fill = (3 * int64_t{cs.n_sm()} + n_plan * da.n_kv - 1) / (n_plan * da.n_kv);
+    const int64_t needed = (max_keys + kMinSplitKeys - 1) / kMinSplitKeys;
+    const int64_t max_cluster =
+        std::min<int64_t>(latent_tiles ? kLatentTileMaxCluster : kMaxClusterSplits, cs.max_cluster_blocks());
+    const auto per_sm = static_cast<uint64_t>(std::max<int64_t>(1, cs.n_sm() / (n_plan * da.n_kv)));  // a row's blocks
+    const int64_t spread = needed > max_cluster ? 1 : std::min<int64_t>(max_cluster, std::bit_floor(per_sm));
+    int n_split = static_cast<int>(
+        std::clamp<int64_t>(std::max(needed, spread), 1, std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
+    // Few enough ranges merge inside a thread-block cluster (a power of two of them; the extra ones stay empty).
+    const int cluster = static_cast<int>(std::bit_ceil(static_cast<unsigned>(n_split)));
+    const bool cluster_merge = n_split > 1 && cluster <= max_cluster;
+    if (cluster_merge) n_split = cluster;
+    float* partial = cs.attention_scratch();
+    auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
+    const auto launch = latent_tiles ? launch_latent_tile_decode_attention : launch_decode_attention;
+    FT_RETURN_IF_ERROR(
+        cuda_status(launch(da, n, n_split, partial, used, cluster_merge, out.dtype == DType::kF32, cs.pdl(), cs.get()),
+                    latent_tiles ? "attention (latent decode)" : "attention (decode)"));
+    if (n_split == 1 || cluster_merge) return ok_status();
+    return combine(out, n, n_head, hd_v, n_split, partial, used, cs);
+  }
   if (n == meta.n_seq && k_cache.dim(2) == 1 && k_cache.dtype == DType::kBF16 && values_in_keys &&
       k_cache.is_contiguous() && !p.sinks.defined() && latent_decode_supported(q.dim(2), hd_v)) {
-    // A latent cache (one kv head, its values its keys' leading dims): a block per 16 query heads and key range.
+    // Other latent caches (f32 queries, other widths): the CUDA-core kernel, a block per 16 query heads and key range.
     const int64_t groups = (n_head + kLatentHeadsPerBlock - 1) / kLatentHeadsPerBlock;
     const int64_t fill = (3 * int64_t{cs.n_sm()} + n_plan * groups - 1) / (n_plan * groups);
     const int64_t needed = (max_keys + kLatentMinSplitKeys - 1) / kLatentMinSplitKeys;
@@ -306,33 +343,6 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
                                                                   out.dtype == DType::kF32, cs.get()),
                                    "attention (latent decode)"));
     if (n_split == 1) return ok_status();
-    return combine(out, n, n_head, hd_v, n_split, partial, used, cs);
-  }
-  if (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group)) {
-    // As many ranges as the longest possible row fills (kMinSplitKeys each), up to three blocks per SM and 64
-    // ranges; a shorter row uses fewer (the kernel sizes them from its keys). On the H200 with Qwen3-30B-A3B's
-    // heads: fewer ranges cost batch 1 about 2% at 300 keys, more cost batch 3 10% at 8192 (docs/perf.md).
-    // Where they merge in one cluster, a launch of few rows takes more, up to a block an SM (a power of two): the
-    // cluster merge is divided over every block of the cluster, empty ranges too, and SMs the step leaves idle cost
-    // nothing. H200, Qwen3-30B-A3B: 16 at batch 1 (2.8% faster than 2 to 4 at 100-165 keys), 8 at batch 4 (2.8% faster
-    // than 16), 4 at batch 8 (1.4%) (docs/perf.md).
-    const int64_t fill = (3 * int64_t{cs.n_sm()} + n_plan * pa.n_kv - 1) / (n_plan * pa.n_kv);
-    const int64_t needed = (max_keys + kMinSplitKeys - 1) / kMinSplitKeys;
-    const int64_t max_cluster = std::min(kMaxClusterSplits, cs.max_cluster_blocks());
-    const auto per_sm = static_cast<uint64_t>(std::max<int64_t>(1, cs.n_sm() / (n_plan * pa.n_kv)));  // a row's blocks
-    const int64_t spread = needed > max_cluster ? 1 : std::min<int64_t>(max_cluster, std::bit_floor(per_sm));
-    int n_split = static_cast<int>(
-        std::clamp<int64_t>(std::max(needed, spread), 1, std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
-    // Few enough ranges merge inside a thread-block cluster (a power of two of them; the extra ones stay empty).
-    const int cluster = static_cast<int>(std::bit_ceil(static_cast<unsigned>(n_split)));
-    const bool cluster_merge = n_split > 1 && cluster <= max_cluster;
-    if (cluster_merge) n_split = cluster;
-    float* partial = cs.attention_scratch();
-    auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
-    FT_RETURN_IF_ERROR(cuda_status(launch_decode_attention(pa, n, n_split, partial, used, cluster_merge,
-                                                           out.dtype == DType::kF32, cs.pdl(), cs.get()),
-                                   "attention (decode)"));
-    if (n_split == 1 || cluster_merge) return ok_status();
     return combine(out, n, n_head, hd_v, n_split, partial, used, cs);
   }
   AttnArgs a{q.data(),

@@ -11,6 +11,11 @@
 // and KV head's ranges (sm_90), the ranges merge through distributed shared memory instead: every block leaves its
 // range's state in its shared memory, and after a cluster barrier each block merges a slice of the group's outputs
 // from every range's state (no global partials, no second kernel).
+//
+// A latent cache (multi-head latent attention) runs the same kernel with DK > DV: one cached kv head of DK dims whose
+// first DV are the values, read by every query head. A block then takes 16 query heads (the kernel's "kv head" is the
+// head group), its warps' stages hold one tile of rows that serves as K and, through its first DV columns, as V, and
+// the Q tile's fragments are read from shared memory at each k step (DK / 16 of them would not fit in registers).
 #include <cooperative_groups.h>
 
 #include <type_traits>
@@ -26,14 +31,18 @@ namespace {
 constexpr int kWarps = 4, kThreads = kWarps * 32, kKeys = 16;
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int D>
+// DK: the keys' (and queries') head dim; DV: the values'. DK > DV: a latent cache, its values its keys' first DV dims.
+template <int DK, int DV>
 struct Smem {
-  static constexpr int kLd = D + 8;             // row pitch: the 8 rows of an ldmatrix fall in distinct banks
-  static constexpr int kTile = kKeys * kLd;     // one K or V tile
-  static constexpr int kWarpBytes = 4 * kTile * int{sizeof(bf16)};  // [2 stages][K, V] per warp
-  // The Q tile [16, kLd] after the warps' buffers; a cluster merge reuses the buffers as the range's O [16][D + 3] f32.
+  static_assert(DK >= DV && DK % 16 == 0 && DV % (16 * kWarps) == 0);
+  static constexpr bool kLatent = DK != DV;
+  static constexpr int kLd = DK + 8;                   // row pitch: the 8 rows of an ldmatrix in distinct banks
+  static constexpr int kTile = kKeys * kLd;            // one K or V tile
+  static constexpr int kStageTiles = kLatent ? 1 : 2;  // K and V, or the one tile that is both
+  static constexpr int kWarpBytes = 2 * kStageTiles * kTile * int{sizeof(bf16)};  // [2 stages][K, V] per warp
+  // The Q tile [16, kLd] after the warps' buffers; a cluster merge reuses those as the range's O [16][DV + 3] f32.
   static constexpr size_t kBytes = size_t{kWarps} * kWarpBytes + 16 * kLd * sizeof(bf16);
-  static_assert(16 * (D + 3) * sizeof(float) <= size_t{kWarps} * kWarpBytes);
+  static_assert(16 * (DV + 3) * sizeof(float) <= size_t{kWarps} * kWarpBytes);
 };
 
 // Merges the output slice of this block of a row and KV head's cluster (the group's group x D outputs divided over the
@@ -76,11 +85,11 @@ __device__ void merge_ranges_in_cluster(const TileAttnArgs& a, int row, int kvh,
 #endif
 }
 
-template <int D, class TO, bool kClusterMerge>
-__global__ void __launch_bounds__(kThreads)
-    decode_kernel(TileAttnArgs a, int n_split, float* partial, int32_t* used) {
-  using S = Smem<D>;
-  constexpr int kLd = S::kLd, kChunks = D / 8, kCols = D / kWarps, kChunkKeys = kKeys * kWarps;
+template <int DK, int DV, class TO, bool kClusterMerge>
+__global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_split, float* partial, int32_t* used) {
+  using S = Smem<DK, DV>;
+  constexpr bool kLatent = S::kLatent;
+  constexpr int kLd = S::kLd, kChunks = DK / 8, kCols = DV / kWarps, kChunkKeys = kKeys * kWarps;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float row_max[kWarps][16], row_sum[kWarps][16];  // each warp's per-row max and sum over its tile
   __shared__ uint4 p_frag[kWarps][32];                        // each warp's P tile as the MMA's A fragments, by lane
@@ -105,23 +114,26 @@ __global__ void __launch_bounds__(kThreads)
   const int k0 = lo + split * per, k1 = min(pos + 1, k0 + per);
   const int32_t* pages = a.page_table + int64_t{seq} * a.pt_stride;
   const bf16 *k_cache = static_cast<const bf16*>(a.k_cache), *v_cache = static_cast<const bf16*>(a.v_cache);
-  bf16* const kv = reinterpret_cast<bf16*>(smem_raw) + warp * 4 * S::kTile;  // this warp's [2][K, V] tiles
+  bf16* const kv = reinterpret_cast<bf16*>(smem_raw) + warp * 2 * S::kStageTiles * S::kTile;  // [2][K, V] tiles
   bf16* const qs = reinterpret_cast<bf16*>(smem_raw + size_t{kWarps} * S::kWarpBytes);
   // Keys [k, k + 16) of K and V into the warp's stage (keys at or past k1 read as zeros): lane i finds key i % 16
   // through the page table (key_offset) and hands its offset around.
   auto key_offset = [&](int k) -> int64_t {
     const int key = k + lane % kKeys;
-    return key < k1 ? ((int64_t{pages[key / page_size]} * page_size + key % page_size) * a.n_kv + kvh) * D : -1;
+    if (key >= k1) return -1;
+    const int64_t slot = int64_t{pages[key / page_size]} * page_size + key % page_size;
+    return (kLatent ? slot : slot * a.n_kv + kvh) * DK;  // the latent cache has one kv head
   };
   auto load_kv = [&](int64_t off, int stage) {
-    bf16* ks = kv + 2 * stage * S::kTile;
+    bf16* ks = kv + S::kStageTiles * stage * S::kTile;
 #pragma unroll
     for (int i = 0; i < kKeys * kChunks / 32; ++i) {
       const int r = (lane + 32 * i) / kChunks, col = (lane + 32 * i) % kChunks * 8;
       const int64_t src = __shfl_sync(0xffffffffu, off, r);
       const int bytes = src < 0 ? 0 : 16;
       cp_async16(ks + r * kLd + col, k_cache + std::max<int64_t>(src, 0) + col, bytes);
-      cp_async16(ks + S::kTile + r * kLd + col, v_cache + std::max<int64_t>(src, 0) + col, bytes);
+      if constexpr (!kLatent)
+        cp_async16(ks + S::kTile + r * kLd + col, v_cache + std::max<int64_t>(src, 0) + col, bytes);
     }
   };
   const int64_t first_off = key_offset(k0 + kKeys * warp);
@@ -143,9 +155,12 @@ __global__ void __launch_bounds__(kThreads)
   cp_async_commit();
   cp_async_wait<1>();  // Q is in (the first tile may still be in flight)
   __syncthreads();
-  uint32_t qf[D / 16][4];
+  // Q's A fragments: in registers for the whole range, or (latent) read at each k step.
+  uint32_t qf[kLatent ? 1 : DK / 16][4];
+  auto q_frag = [&](int kk, uint32_t(&f)[4]) { ldmatrix_x4(f, qs + (lane % 16) * kLd + 16 * kk + 8 * (lane / 16)); };
+  if constexpr (!kLatent)
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], qs + (lane % 16) * kLd + 16 * kk + 8 * (lane / 16));
+    for (int kk = 0; kk < DK / 16; ++kk) q_frag(kk, qf[kk]);
 
   float o[kCols / 8][4] = {};                      // O [16 rows, this warp's kCols columns]
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {};  // rows g, g + 8: the block's running max and sum
@@ -154,14 +169,19 @@ __global__ void __launch_bounds__(kThreads)
     cp_async_wait<0>();  // this warp's tile of the chunk is in
     __syncwarp();
     const int k = c + kKeys * warp;  // the warp's tile: keys [k, k + 16)
-    const bf16* ks = kv + 2 * stage * S::kTile;
+    const bf16* ks = kv + S::kStageTiles * stage * S::kTile;
     float s[2][4] = {};  // S [16 heads, 16 keys]: n8 key tiles 0 and 1
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t b[4];
+    for (int kk = 0; kk < DK / 16; ++kk) {
+      uint32_t b[4], qa[4];
+      if constexpr (kLatent)
+        q_frag(kk, qa);
+      else
+#pragma unroll
+        for (int i = 0; i < 4; ++i) qa[i] = qf[kk][i];
       ldmatrix_x4(b, ks + (lane % 8 + 8 * (lane / 16)) * kLd + 16 * kk + 8 * (lane / 8 % 2));
-      mma_bf16_16816(s[0], qf[kk], b[0], b[1]);
-      mma_bf16_16816(s[1], qf[kk], b[2], b[3]);
+      mma_bf16_16816(s[0], qa, b[0], b[1]);
+      mma_bf16_16816(s[1], qa, b[2], b[3]);
     }
 #pragma unroll
     for (int jn = 0; jn < 2; ++jn)
@@ -218,7 +238,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int w = 0; w < kWarps; ++w) {
       const uint4 pf = p_frag[w][lane];
       const uint32_t p[4] = {pf.x, pf.y, pf.z, pf.w};
-      const bf16* vs = reinterpret_cast<const bf16*>(smem_raw) + (w * 4 + 2 * stage + 1) * S::kTile;  // warp w's V
+      const bf16* vs = reinterpret_cast<const bf16*>(smem_raw) +  // warp w's V (latent: its K tile's first DV dims)
+                       ((w * 2 + stage) * S::kStageTiles + (kLatent ? 0 : 1)) * S::kTile;
 #pragma unroll
       for (int dp = 0; dp < kCols / 16; ++dp) {
         uint32_t b[4];
@@ -247,7 +268,7 @@ __global__ void __launch_bounds__(kThreads)
     den[i] = f[i] * l[i] + (mx != -INFINITY && sink != -INFINITY ? exp2_ftz(sink - mx) : 0.0f);
     mxf[i] = mx;
   }
-  // Row g + 8 i of O's columns this warp holds, times `scale`, into dst [D] (TO or f32).
+  // Row g + 8 i of O's columns this warp holds, times `scale`, into dst [DV] (TO or f32).
   auto store_cols = [&](int i, auto* dst, float scale) {
     using T = std::remove_pointer_t<decltype(dst)>;
 #pragma unroll
@@ -268,28 +289,28 @@ __global__ void __launch_bounds__(kThreads)
   } else if (kClusterMerge) {
     __syncthreads();  // every warp is done with the tile buffers: they hold the range's state now
     float* ws = reinterpret_cast<float*>(smem_raw);
-    constexpr int kRowF = D + 3;
+    constexpr int kRowF = DV + 3;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int r = g + 8 * i;
       store_cols(i, ws + r * kRowF, f[i]);
       if (warp == 0 && t == 0) state[r][0] = den[i], state[r][1] = mxf[i];
     }
-    merge_ranges_in_cluster<D, TO>(a, row, kvh, n_split, n_used, ws, &state[0][0]);
+    merge_ranges_in_cluster<DV, TO>(a, row, kvh, n_split, n_used, ws, &state[0][0]);
   } else {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int r = g + 8 * i;
       if (r >= group) continue;
-      float* part = partial + ((int64_t{row} * a.n_head + kvh * group + r) * n_split + split) * (D + 2);
+      float* part = partial + ((int64_t{row} * a.n_head + kvh * group + r) * n_split + split) * (DV + 2);
       store_cols(i, part, f[i]);
-      if (warp == 0 && t == 0) part[D] = mxf[i] == -INFINITY ? -INFINITY : mxf[i] / kLog2e, part[D + 1] = den[i];
+      if (warp == 0 && t == 0) part[DV] = mxf[i] == -INFINITY ? -INFINITY : mxf[i] / kLog2e, part[DV + 1] = den[i];
     }
   }
 }
 
 // The dynamic shared memory of a launch's blocks: Smem's bytes, or `spread` bytes for a launch of at most
-// `spread_blocks` blocks. For D = 128 in clusters, where three blocks would fit an SM by their shared memory (the
+// `spread_blocks` blocks. For head dim 128 in clusters, where three blocks would fit an SM by their shared memory (the
 // H200's 228 KB holds three of 75.9 KB), a launch whose blocks fit the device at two an SM asks for enough that only
 // two do, and a few rows' ranges spread over more SMs. On the H200 (Qwen3-30B-A3B's heads) the cluster form measured
 // 1180-1205 tok/s at batch 1 with two blocks an SM and 1160.6 with three (one run), and batch 4 no slower at two
@@ -301,11 +322,11 @@ struct LaunchSmem {
   int64_t spread_blocks = 0;
 };
 
-template <int D, bool kClusterMerge>
+template <int DK, int DV, bool kClusterMerge>
 LaunchSmem launch_smem(const void* kernel) {
   LaunchSmem s;
-  s.bytes = s.spread = Smem<D>::kBytes;
-  if constexpr (D == 128 && kClusterMerge) {
+  s.bytes = s.spread = Smem<DK, DV>::kBytes;
+  if constexpr (DK == 128 && DV == 128 && kClusterMerge) {
     int device = 0, per_sm = 0, reserved = 0, n_sm = 0;
     cudaFuncAttributes fa{};
     s.err = cudaGetDevice(&device);
@@ -324,12 +345,12 @@ LaunchSmem launch_smem(const void* kernel) {
   return s;
 }
 
-template <int D, class TO, bool kClusterMerge>
+template <int DK, int DV, class TO, bool kClusterMerge>
 cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool pdl,
                    cudaStream_t stream) {
-  const auto kernel = decode_kernel<D, TO, kClusterMerge>;
+  const auto kernel = decode_kernel<DK, DV, TO, kClusterMerge>;
   static const LaunchSmem setup = [&] {
-    LaunchSmem s = launch_smem<D, kClusterMerge>(reinterpret_cast<const void*>(kernel));
+    LaunchSmem s = launch_smem<DK, DV, kClusterMerge>(reinterpret_cast<const void*>(kernel));
     if (s.err == cudaSuccess)
       s.err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(s.spread));
     if (s.err == cudaSuccess && kClusterMerge)  // clusters of up to 16 blocks where the device has them
@@ -344,14 +365,14 @@ cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial
   return launch_pdl_in_clusters(pdl, cluster, kernel, grid, dim3(kThreads), smem, stream, a, n_split, partial, used);
 }
 
-template <int D>
+template <int DK, int DV>
 cudaError_t launch(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used, bool cluster_merge,
                    bool out_f32, bool pdl, cudaStream_t stream) {
   if (cluster_merge)
-    return out_f32 ? launch<D, float, true>(a, n, n_split, partial, used, pdl, stream)
-                   : launch<D, bf16, true>(a, n, n_split, partial, used, pdl, stream);
-  return out_f32 ? launch<D, float, false>(a, n, n_split, partial, used, pdl, stream)
-                 : launch<D, bf16, false>(a, n, n_split, partial, used, pdl, stream);
+    return out_f32 ? launch<DK, DV, float, true>(a, n, n_split, partial, used, pdl, stream)
+                   : launch<DK, DV, bf16, true>(a, n, n_split, partial, used, pdl, stream);
+  return out_f32 ? launch<DK, DV, float, false>(a, n, n_split, partial, used, pdl, stream)
+                 : launch<DK, DV, bf16, false>(a, n, n_split, partial, used, pdl, stream);
 }
 
 }  // namespace
@@ -360,10 +381,21 @@ bool decode_attention_supported(int64_t head_dim, int64_t group) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= 16;
 }
 
+bool latent_tile_decode_supported(int64_t hd_k, int64_t hd_v, int64_t n_head) {
+  return hd_k == kLatentTileKeyDim && hd_v == kLatentTileValueDim && n_head % kLatentTileHeads == 0;
+}
+
 cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,
                                     bool cluster_merge, bool out_f32, bool pdl, cudaStream_t stream) {
-  if (a.d == 64) return launch<64>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl, stream);
-  return launch<128>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl, stream);
+  if (a.d == 64) return launch<64, 64>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl, stream);
+  return launch<128, 128>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl, stream);
+}
+
+cudaError_t launch_latent_tile_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial,
+                                                int32_t* used, bool cluster_merge, bool out_f32, bool pdl,
+                                                cudaStream_t stream) {
+  return launch<kLatentTileKeyDim, kLatentTileValueDim>(a, n, n_split, partial, used, cluster_merge, out_f32, pdl,
+                                                        stream);
 }
 
 }  // namespace ft::cuda

@@ -27,4 +27,16 @@ bool decode_attention_supported(int64_t head_dim, int64_t group);
 cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,
                                     bool cluster_merge, bool out_f32, bool pdl, cudaStream_t stream);
 
+// The latent cache of multi-head latent attention (DeepSeek-V3's kv_lora 512 + rope 64): one cached kv head of
+// kLatentTileKeyDim dims whose first kLatentTileValueDim are the values, read by n_head query heads in blocks of
+// kLatentTileHeads. As launch_decode_attention with a.n_kv the head groups (n_head / kLatentTileHeads), a.group
+// kLatentTileHeads, a.d the values' dim, a.k_cache [n_pages, page_size, 1, kLatentTileKeyDim] (a.v_cache unread),
+// no sinks; a block takes 168 KB of shared memory (one an SM), so a cluster is at most the portable 8.
+inline constexpr int kLatentTileKeyDim = 576, kLatentTileValueDim = 512, kLatentTileHeads = 16;
+inline constexpr int kLatentTileMaxCluster = 8;
+bool latent_tile_decode_supported(int64_t hd_k, int64_t hd_v, int64_t n_head);
+cudaError_t launch_latent_tile_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial,
+                                                int32_t* used, bool cluster_merge, bool out_f32, bool pdl,
+                                                cudaStream_t stream);
+
 }  // namespace ft::cuda

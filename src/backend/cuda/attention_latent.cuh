@@ -1,6 +1,7 @@
 // Decode attention over a latent cache (multi-head latent attention, see attention_latent.cu): one kv head whose
 // values are its keys' leading dims, every query head reading it. The attention op hands it steps of one query row
-// per sequence over a bf16 cache of such rows.
+// per sequence over a bf16 cache of such rows that the tensor-core decode kernel does not take (f32 queries, widths
+// other than DeepSeek-V3's 576 and 512: attention_decode.cuh).
 #pragma once
 
 #include <cuda_runtime.h>
