@@ -6,7 +6,7 @@
 // only, so the launch is the same from step to step (CUDA-graph replay). bf16 steps run the tensor-core kernels
 // instead where they take the shapes: attention_prefill.cu for steps with prompt chunks, attention_decode.cu for
 // decode steps (its ranges merged inside a thread-block cluster on sm_90 when there are at most 16 of them, else its
-// partials by the combine kernel here).
+// partials by the combine kernel here) and for every row over a latent cache of DeepSeek-V3's widths.
 #include <bit>
 
 #include "backend/cuda/attention_decode.cuh"
@@ -277,8 +277,9 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
       std::max<int64_t>(1, (static_cast<int64_t>(CudaStream::kAttentionScratchBytes) - used_bytes) / per_split);
   const bool values_in_keys = v_cache.data() == k_cache.data() && v_cache.stride[1] == k_cache.stride[1];
   // A latent cache (one kv head, its values its keys' leading dims) of DeepSeek-V3's widths: the tensor-core decode
-  // kernel in blocks of 16 query heads, as the grouped heads of the branch below.
-  const bool latent_tiles = n == meta.n_seq && k_cache.dim(2) == 1 && values_in_keys && q.dtype == DType::kBF16 &&
+  // kernel in blocks of 16 query heads, as the grouped heads of the branch below, for prompt rows as well (each row a
+  // block a head group over its own causal keys: 16 heads share each cached row a block reads).
+  const bool latent_tiles = k_cache.dim(2) == 1 && values_in_keys && q.dtype == DType::kBF16 &&
                             k_cache.dtype == DType::kBF16 && k_cache.is_contiguous() && !p.sinks.defined() &&
                             q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
                             aligned16(k_cache.data()) && latent_tile_decode_supported(q.dim(2), hd_v, n_head);
