@@ -173,15 +173,19 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(TileAttnArgs a, int n_
     float s[2][4] = {};  // S [16 heads, 16 keys]: n8 key tiles 0 and 1
 #pragma unroll
     for (int kk = 0; kk < DK / 16; ++kk) {
-      uint32_t b[4], qa[4];
-      if constexpr (kLatent)
+      const auto step = [&](const uint32_t(&qa)[4]) {
+        uint32_t b[4];
+        ldmatrix_x4(b, ks + (lane % 8 + 8 * (lane / 16)) * kLd + 16 * kk + 8 * (lane / 8 % 2));
+        mma_bf16_16816(s[0], qa, b[0], b[1]);
+        mma_bf16_16816(s[1], qa, b[2], b[3]);
+      };
+      if constexpr (kLatent) {
+        uint32_t qa[4];
         q_frag(kk, qa);
-      else
-#pragma unroll
-        for (int i = 0; i < 4; ++i) qa[i] = qf[kk][i];
-      ldmatrix_x4(b, ks + (lane % 8 + 8 * (lane / 16)) * kLd + 16 * kk + 8 * (lane / 8 % 2));
-      mma_bf16_16816(s[0], qa, b[0], b[1]);
-      mma_bf16_16816(s[1], qa, b[2], b[3]);
+        step(qa);
+      } else {
+        step(qf[kk]);
+      }
     }
 #pragma unroll
     for (int jn = 0; jn < 2; ++jn)
