@@ -374,7 +374,10 @@ Status bench_decode(const Args& a) {
     }
   }
   if (!profile) return ok_status();
-  print_breakdown("prefill of one sequence", prefill_ops, 1);
+  if (prefill_ops.empty())  // one sequence: its prefill is the timed one, not profiled
+    std::printf("per-op breakdown of the prefill: with --batch 2 or more (the last sequence's prefill is profiled)\n");
+  else
+    print_breakdown("prefill of one sequence", prefill_ops, 1);
 
   // Per-op breakdown over eager steps, every op bracketed by stream marks.
   constexpr int kProfileSteps = 5;
