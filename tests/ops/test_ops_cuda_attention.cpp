@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attention_cases.h"
+#include "backend/cuda/attention_decode.cuh"
 #include "moe_cases.h"
 #include "test_ops_cuda_env.h"
 
@@ -112,6 +113,17 @@ TEST(OpsCuda, Attention) {
       // Several 64-row tiles per sequence, after a cached prefix and from scratch (the bf16 tensor-core path).
       run_attention(env, c, ad, {{200, 260}, {70, 70}, {1, 5}}, "long prefill");
     }
+}
+
+// The tensor-core latent kernel's 168 KB blocks: only devices that let a block opt in to that much take it (H200:
+// 227 KB); A100's 163 KB and the consumer parts' 99 KB leave their latent steps to the kernels that fit. Host-side.
+TEST(OpsCuda, LatentTileDecodeNeedsItsSharedMemory) {
+  EXPECT_TRUE(cuda::latent_tile_decode_supported(576, 512, 16, 227 * 1024));
+  EXPECT_TRUE(cuda::latent_tile_decode_supported(576, 512, 128, 227 * 1024));
+  EXPECT_FALSE(cuda::latent_tile_decode_supported(576, 512, 16, 163 * 1024));
+  EXPECT_FALSE(cuda::latent_tile_decode_supported(576, 512, 16, 99 * 1024));
+  EXPECT_FALSE(cuda::latent_tile_decode_supported(576, 512, 20, 227 * 1024));  // heads in whole groups of 16
+  EXPECT_FALSE(cuda::latent_tile_decode_supported(72, 64, 16, 227 * 1024));
 }
 
 TEST(OpsCuda, MoeRoute) {

@@ -282,7 +282,8 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   const bool latent_tiles = k_cache.dim(2) == 1 && values_in_keys && q.dtype == DType::kBF16 &&
                             k_cache.dtype == DType::kBF16 && k_cache.is_contiguous() && !p.sinks.defined() &&
                             q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
-                            aligned16(k_cache.data()) && latent_tile_decode_supported(q.dim(2), hd_v, n_head);
+                            aligned16(k_cache.data()) &&
+                            latent_tile_decode_supported(q.dim(2), hd_v, n_head, cs.max_block_smem());
   if (latent_tiles || (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group))) {
     TileAttnArgs da = pa;
     if (latent_tiles) da.n_kv = n_head / kLatentTileHeads, da.group = kLatentTileHeads;
@@ -316,7 +317,8 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   }
   if (n == meta.n_seq && k_cache.dim(2) == 1 && k_cache.dtype == DType::kBF16 && values_in_keys &&
       k_cache.is_contiguous() && !p.sinks.defined() && latent_decode_supported(q.dim(2), hd_v)) {
-    // Other latent caches (f32 queries, other widths): the CUDA-core kernel, a block per 16 query heads and key range.
+    // Other latent decode steps (f32 queries, other widths, devices without the shared memory for the tensor-core
+    // kernel): the CUDA-core kernel, a block per 16 query heads and key range.
     const int64_t groups = (n_head + kLatentHeadsPerBlock - 1) / kLatentHeadsPerBlock;
     const int64_t fill = (3 * int64_t{cs.n_sm()} + n_plan * groups - 1) / (n_plan * groups);
     const int64_t needed = (max_keys + kLatentMinSplitKeys - 1) / kLatentMinSplitKeys;

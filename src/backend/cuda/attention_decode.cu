@@ -385,8 +385,10 @@ bool decode_attention_supported(int64_t head_dim, int64_t group) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= 16;
 }
 
-bool latent_tile_decode_supported(int64_t hd_k, int64_t hd_v, int64_t n_head) {
-  return hd_k == kLatentTileKeyDim && hd_v == kLatentTileValueDim && n_head % kLatentTileHeads == 0;
+bool latent_tile_decode_supported(int64_t hd_k, int64_t hd_v, int64_t n_head, int64_t max_block_smem) {
+  constexpr int64_t kStaticBytes = 4096;  // the kernel's own arrays (2.7 KB) with room to spare
+  return hd_k == kLatentTileKeyDim && hd_v == kLatentTileValueDim && n_head % kLatentTileHeads == 0 &&
+         static_cast<int64_t>(Smem<kLatentTileKeyDim, kLatentTileValueDim>::kBytes) + kStaticBytes <= max_block_smem;
 }
 
 cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial, int32_t* used,

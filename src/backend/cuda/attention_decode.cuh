@@ -31,10 +31,12 @@ cudaError_t launch_decode_attention(const TileAttnArgs& a, int64_t n, int n_spli
 // kLatentTileKeyDim dims whose first kLatentTileValueDim are the values, read by n_head query heads in blocks of
 // kLatentTileHeads. As launch_decode_attention with a.n_kv the head groups (n_head / kLatentTileHeads), a.group
 // kLatentTileHeads, a.d the values' dim, a.k_cache [n_pages, page_size, 1, kLatentTileKeyDim] (a.v_cache unread),
-// no sinks; a block takes 168 KB of shared memory (one an SM), so a cluster is at most the portable 8.
+// no sinks; a block takes 168 KB of shared memory (one an SM), so a cluster is at most the portable 8, and only
+// devices whose blocks may opt in to that much (sm_90: 227 KB; not sm_80's 163 KB or the consumer parts' 99 KB)
+// run it: max_block_smem is the device's opt-in limit in bytes.
 inline constexpr int kLatentTileKeyDim = 576, kLatentTileValueDim = 512, kLatentTileHeads = 16;
 inline constexpr int kLatentTileMaxCluster = 8;
-bool latent_tile_decode_supported(int64_t hd_k, int64_t hd_v, int64_t n_head);
+bool latent_tile_decode_supported(int64_t hd_k, int64_t hd_v, int64_t n_head, int64_t max_block_smem);
 cudaError_t launch_latent_tile_decode_attention(const TileAttnArgs& a, int64_t n, int n_split, float* partial,
                                                 int32_t* used, bool cluster_merge, bool out_f32, bool pdl,
                                                 cudaStream_t stream);

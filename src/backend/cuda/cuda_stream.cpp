@@ -19,6 +19,9 @@ Result<std::unique_ptr<CudaStream>> CudaStream::create(int device_index, bool sc
   FT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device_index), "cudaSetDevice"));
   FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&s->n_sm_, cudaDevAttrMultiProcessorCount, device_index),
                                  "cudaDeviceGetAttribute"));
+  FT_RETURN_IF_ERROR(
+      cuda_status(cudaDeviceGetAttribute(&s->max_block_smem_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_index),
+                  "cudaDeviceGetAttribute"));
   const char* env = std::getenv("FT_CUDA_PDL");
   int major = 0;
   FT_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index),

@@ -46,6 +46,8 @@ class CudaStream final : public Stream {
   // The most blocks a kernel's thread-block cluster may have: 16 (a non-portable size) on sm_90 parts, the portable 8
   // on later ones, 1 (no clusters) where the device does not run the build's sm_90 code.
   int max_cluster_blocks() const { return max_cluster_blocks_; }
+  // The shared memory a block may opt in to, bytes: 227 KB on sm_90, 163 KB on sm_80, 99 KB on the consumer parts.
+  int max_block_smem() const { return max_block_smem_; }
   std::map<LtKey, LtPlan>& lt_plans() { return lt_plans_; }
 
  private:
@@ -54,6 +56,7 @@ class CudaStream final : public Stream {
   int n_sm_ = 0;
   bool pdl_ = false;
   int max_cluster_blocks_ = 1;
+  int max_block_smem_ = 0;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;       // kLtWorkspaceBytes
