@@ -251,10 +251,11 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   // bf16 steps go to the tensor-core kernels when they take the shapes: steps with prompt chunks (more rows than
   // sequences) to the prefill kernel, decode steps (a row per sequence) to the decode kernel.
   const int64_t group = n_head / k_cache.dim(2);
-  const bool tiles = q.dtype == DType::kBF16 && k_cache.dtype == DType::kBF16 && q.dim(2) == hd_v &&
-                     k_cache.is_contiguous() && v_cache.is_contiguous() && q.stride[0] % 8 == 0 &&
-                     q.stride[1] % 8 == 0 && aligned16(q.data()) && aligned16(k_cache.data()) &&
-                     aligned16(v_cache.data());
+  // What every tensor-core kernel asks of q and the keys: bf16, rows of 16-byte chunks.
+  const bool tile_operands = q.dtype == DType::kBF16 && k_cache.dtype == DType::kBF16 && k_cache.is_contiguous() &&
+                             q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
+                             aligned16(k_cache.data());
+  const bool tiles = tile_operands && q.dim(2) == hd_v && v_cache.is_contiguous() && aligned16(v_cache.data());
   const TileAttnArgs pa{q.data(), q.stride[0], q.stride[1], k_cache.data(), v_cache.data(), out.data(),
                            out.stride[0], out.stride[1], meta.q_start.ptr<const int32_t>(),
                            meta.kv_len.ptr<const int32_t>(), meta.page_table.ptr<const int32_t>(),
@@ -275,15 +276,19 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
   const int64_t used_bytes = n_plan * static_cast<int64_t>(sizeof(int32_t));  // the decode kernel's counts, after
   const int64_t max_split =
       std::max<int64_t>(1, (static_cast<int64_t>(CudaStream::kAttentionScratchBytes) - used_bytes) / per_split);
-  const bool values_in_keys = v_cache.data() == k_cache.data() && v_cache.stride[1] == k_cache.stride[1];
-  // A latent cache (one kv head, its values its keys' leading dims) of DeepSeek-V3's widths: the tensor-core decode
-  // kernel in blocks of 16 query heads, as the grouped heads of the branch below, for prompt rows as well (each row a
-  // block a head group over its own causal keys: 16 heads share each cached row a block reads).
-  const bool latent_tiles = k_cache.dim(2) == 1 && values_in_keys && q.dtype == DType::kBF16 &&
-                            k_cache.dtype == DType::kBF16 && k_cache.is_contiguous() && !p.sinks.defined() &&
-                            q.stride[0] % 8 == 0 && q.stride[1] % 8 == 0 && aligned16(q.data()) &&
-                            aligned16(k_cache.data()) &&
-                            latent_tile_decode_supported(q.dim(2), hd_v, n_head, cs.max_block_smem());
+  float* const partial = cs.attention_scratch();
+  // A decode kernel's count of ranges a row used, after its n_split partials.
+  const auto used_after = [&](int n_split) {
+    return reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
+  };
+  // A latent cache, bf16 and without sinks: one kv head whose values are its keys' leading dims.
+  const bool latent = k_cache.dim(2) == 1 && k_cache.dtype == DType::kBF16 && k_cache.is_contiguous() &&
+                      v_cache.data() == k_cache.data() && v_cache.stride[1] == k_cache.stride[1] && !p.sinks.defined();
+  // One of DeepSeek-V3's widths: the tensor-core decode kernel in blocks of 16 query heads, as the grouped heads of the
+  // branch below, for prompt rows as well (each row a block a head group over its own causal keys: 16 heads share each
+  // cached row a block reads).
+  const bool latent_tiles =
+      latent && tile_operands && latent_tile_decode_supported(q.dim(2), hd_v, n_head, cs.max_block_smem());
   if (latent_tiles || (tiles && n == meta.n_seq && decode_attention_supported(hd_v, group))) {
     TileAttnArgs da = pa;
     if (latent_tiles) da.n_kv = n_head / kLatentTileHeads, da.group = kLatentTileHeads;
@@ -306,8 +311,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     const int cluster = static_cast<int>(std::bit_ceil(static_cast<unsigned>(n_split)));
     const bool cluster_merge = n_split > 1 && cluster <= max_cluster;
     if (cluster_merge) n_split = cluster;
-    float* partial = cs.attention_scratch();
-    auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
+    int32_t* const used = used_after(n_split);
     const auto launch = latent_tiles ? launch_latent_tile_decode_attention : launch_decode_attention;
     FT_RETURN_IF_ERROR(
         cuda_status(launch(da, n, n_split, partial, used, cluster_merge, out.dtype == DType::kF32, cs.pdl(), cs.get()),
@@ -315,8 +319,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     if (n_split == 1 || cluster_merge) return ok_status();
     return combine(out, n, n_head, hd_v, n_split, partial, used, cs);
   }
-  if (n == meta.n_seq && k_cache.dim(2) == 1 && k_cache.dtype == DType::kBF16 && values_in_keys &&
-      k_cache.is_contiguous() && !p.sinks.defined() && latent_decode_supported(q.dim(2), hd_v)) {
+  if (n == meta.n_seq && latent && latent_decode_supported(q.dim(2), hd_v)) {
     // Other latent decode steps (f32 queries, other widths, devices without the shared memory for the tensor-core
     // kernel): the CUDA-core kernel, a block per 16 query heads and key range.
     const int64_t groups = (n_head + kLatentHeadsPerBlock - 1) / kLatentHeadsPerBlock;
@@ -324,8 +327,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
     const int64_t needed = (max_keys + kLatentMinSplitKeys - 1) / kLatentMinSplitKeys;
     const int n_split =
         static_cast<int>(std::clamp<int64_t>(needed, 1, std::min<int64_t>({kMaxCombineSplits, max_split, fill})));
-    float* partial = cs.attention_scratch();
-    auto* used = reinterpret_cast<int32_t*>(partial + n_split * per_split / static_cast<int64_t>(sizeof(float)));
+    int32_t* const used = used_after(n_split);
     const LatentAttnArgs la{q.data(),
                             q.stride[0],
                             q.stride[1],
@@ -377,7 +379,7 @@ Status attention(const Tensor& q,        // [n, n_head, hd_k] f32/bf16
              q.dim(2) % 8 == 0 && k_cache.stride[1] % 8 == 0 && k_cache.stride[2] % 8 == 0 && aligned16(k_cache.data()),
              p.scale,
              1,
-             cs.attention_scratch(),
+             partial,
              nullptr};
   // Splits: enough blocks for two waves, no split shorter than 16 keys of the longest possible sequence,
   // and the partials within the stream's fixed scratch.
