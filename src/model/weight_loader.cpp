@@ -49,6 +49,28 @@ size_t numel_of(const std::vector<int64_t>& shape) {
 // Where element j of n sits in a tensor whose halves are stored interleaved (gpt-oss's gate and up): 2j in the first
 // half, 2 (j - n / 2) + 1 in the second.
 size_t deinterleaved(size_t j, size_t n) { return j < n / 2 ? 2 * j : 2 * (j - n / 2) + 1; }
+
+// R rows of C elements of dtype `from`, element `first` of src on, into dst from element `at` on as dtype `to`,
+// transposed: C rows of R, row j being column j of the source, or with `deinterleave` column deinterleaved(j, C).
+// In tiles of 64 x 64, so that both the rows read and the rows written stay in cache.
+void copy_transposed(DType from, const unsigned char* src, size_t first, size_t R, size_t C, bool deinterleave,
+                     DType to, unsigned char* dst, size_t at) {
+  constexpr size_t kTile = 64;
+  const bool same16 = from == to && dtype_bytes(to, 1) == 2;
+  for (size_t j0 = 0; j0 < C; j0 += kTile)
+    for (size_t r0 = 0; r0 < R; r0 += kTile)
+      for (size_t j = j0; j < std::min(C, j0 + kTile); ++j) {
+        const size_t col = first + (deinterleave ? deinterleaved(j, C) : j), row = at + j * R;
+        if (same16) {
+          const auto* s16 = reinterpret_cast<const uint16_t*>(src) + col;
+          auto* d16 = reinterpret_cast<uint16_t*>(dst) + row;
+          for (size_t r = r0; r < std::min(R, r0 + kTile); ++r) d16[r] = s16[r * C];
+        } else {
+          for (size_t r = r0; r < std::min(R, r0 + kTile); ++r)
+            convert_elements(from, src, col + r * C, to, dst, row + r, 1);
+        }
+      }
+}
 std::string blocks_of(const std::string& name) { return name + std::string(kMxfp4Blocks); }
 std::string scales_of(const std::string& name) { return name + std::string(kMxfp4Scales); }
 
@@ -134,19 +156,10 @@ Result<Tensor> WeightLoader::row_blocks(const std::string& name, int64_t n_block
   FT_ASSIGN_OR_RETURN(auto host, allocate_host(dtype_bytes(dtype, static_cast<size_t>(n_block * rows * cols)), false));
   const SafetensorsFile* file = nullptr;
   checkpoint_.find(name, &file);
-  const unsigned char* src = file->tensor_data(*info);
-  auto* dst = static_cast<unsigned char*>(host->data());
-  const bool same16 = info->dtype == dtype && dtype_bytes(dtype, 1) == 2;
   for (int64_t b = 0; b < n_block; ++b)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < cols; ++j) {
-        const auto from = static_cast<size_t>((b * step + row0 + r) * cols + j);
-        const auto to = static_cast<size_t>((b * cols + j) * rows + r);
-        if (same16)
-          reinterpret_cast<uint16_t*>(dst)[to] = reinterpret_cast<const uint16_t*>(src)[from];
-        else
-          convert_elements(info->dtype, src, from, dtype, dst, to, 1);
-      }
+    copy_transposed(info->dtype, file->tensor_data(*info), static_cast<size_t>((b * step + row0) * cols),
+                    static_cast<size_t>(rows), static_cast<size_t>(cols), false, dtype,
+                    static_cast<unsigned char*>(host->data()), static_cast<size_t>(b * cols * rows));
   done(name, info->nbytes);
   return place(std::move(host), {n_block, cols, rows}, dtype);
 }
@@ -218,25 +231,8 @@ size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, boo
   const TensorInfo* info = checkpoint_.find(name, &file);
   const bool matrix = info->shape.size() == 3;
   const auto R = static_cast<size_t>(matrix ? info->shape[1] : 1), C = static_cast<size_t>(info->shape.back());
-  const unsigned char* src = file->tensor_data(*info);
-  const size_t base = static_cast<size_t>(e) * R * C;
-  const auto col = [&](size_t j) { return deinterleave ? deinterleaved(j, C) : j; };
-  // In tiles of 64 x 64, so that both the rows read and the rows written stay in cache.
-  constexpr size_t kTile = 64;
-  const bool same16 = info->dtype == dtype && dtype_bytes(dtype, 1) == 2;
-  for (size_t j0 = 0; j0 < C; j0 += kTile)
-    for (size_t r0 = 0; r0 < R; r0 += kTile)
-      for (size_t j = j0; j < std::min(C, j0 + kTile); ++j) {
-        const size_t from = base + col(j), to = at + j * R;
-        if (same16) {
-          const auto* s16 = reinterpret_cast<const uint16_t*>(src) + from;
-          auto* d16 = reinterpret_cast<uint16_t*>(dst) + to;
-          for (size_t r = r0; r < std::min(R, r0 + kTile); ++r) d16[r] = s16[r * C];
-        } else {
-          for (size_t r = r0; r < std::min(R, r0 + kTile); ++r)
-            convert_elements(info->dtype, src, from + r * C, dtype, dst, to + r, 1);
-        }
-      }
+  copy_transposed(info->dtype, file->tensor_data(*info), static_cast<size_t>(e) * R * C, R, C, deinterleave, dtype, dst,
+                  at);
   return R * C;
 }
 
