@@ -28,10 +28,8 @@ const char* op_name(Op op) {
     case Op::kMoeCacheLookup: return "moe_cache_lookup";
     case Op::kMoeCacheFill: return "moe_cache_fill";
     case Op::kMoeChunkIds: return "moe_chunk_ids";
-    case Op::kMatmulHeads:
-      return "matmul_heads";
-    case Op::kMlaLatentStore:
-      return "mla_latent_store";
+    case Op::kMatmulHeads: return "matmul_heads";
+    case Op::kMlaLatentStore: return "mla_latent_store";
   }
   return "?";
 }
