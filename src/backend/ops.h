@@ -84,12 +84,18 @@ struct ExpertActivation {
   float alpha = 1.702f, limit = 7.0f;  // kClampedSwiglu's
 };
 
-// What moe_experts applies beside the weights: the activation and each expert's biases, in the expert weights'
-// dtype; the expert dim may be strided as the weights' is (the records of an expert store or cache).
+// What moe_experts applies beside the weights: the activation, each expert's biases (in the expert weights' dtype; f32
+// or bf16 beside MXFP4 weights) and, for MXFP4 weights, their scales; the expert dim may be strided as the weights' is
+// (the records of an expert store or cache).
 struct MoeExpertParams {
   ExpertActivation act;
   Tensor gate_up_bias;  // [n_expert, 2 * inter] (gate's, then up's) or undefined
   Tensor down_bias;     // [n_expert, d] or undefined
+  // MXFP4 experts (io/mxfp4.h: gate_up and down f4_e2m1, a weight being its code times the ue8m0 scale of its group
+  // of 32 along the row): gate_up's scales [n_expert, 2 * inter, d / 32] and down's [n_expert, d, inter / 32]
+  // (contiguous along their rows); undefined for other weights.
+  Tensor gate_up_scales;
+  Tensor down_scales;
 };
 
 enum class RouterScoring { kSoftmax, kSigmoid };
@@ -198,8 +204,9 @@ struct OpTable {
   // e = ids[t, j], act and the biases bg, bu, bd (zero when undefined) from p; a pair whose id is -1 contributes
   // nothing (it is computed elsewhere).
   // x [n, d] act; ids, weights [n, k]; gate_up [n_expert, 2 * inter, d] (gate rows, then up rows);
-  // down [n_expert, d, inter]; out [n, d] act; workspace bytes from moe_workspace_bytes. The expert dim may be
-  // strided (the records of an expert store or cache: gate_up and down views of one [n_expert, R] array).
+  // down [n_expert, d, inter] (both f4_e2m1 with p's scales where supports(kMoeExperts, act, kF4E2M1)); out [n, d]
+  // act; workspace bytes from moe_workspace_bytes. The expert dim may be strided (the records of an expert store or
+  // cache: gate_up and down views of one [n_expert, R] array).
   Status (*moe_experts)(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                         const Tensor& down, const Tensor& out, const Tensor& workspace, const MoeExpertParams& p,
                         Stream& s);

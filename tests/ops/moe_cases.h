@@ -70,16 +70,30 @@ inline RouteProblem make_route_problem(const OpTable& ref, Stream& ref_stream, c
 
 struct ExpertCase {
   int64_t n, n_expert, k, d, inter;
-  DType wd;
+  DType wd;              // f32, bf16, or f4_e2m1: MXFP4 experts (d and inter multiples of 32)
   bool gpt_oss = false;  // gpt-oss's experts: biases and the clamped SwiGLU
 };
 
 struct ExpertProblem {
   Tensor x, ids, weights, gate_up, down;  // x [n, d] act; ids, weights [n, k]; experts in the case's dtype
-  MoeExpertParams params;                 // gpt-oss cases: the clamped activation, biases in the experts' dtype
-  Tensor want;                            // [n, d] f64 from the ref op
+  MoeExpertParams params;  // gpt-oss cases: the clamped activation, biases in the experts' dtype (bf16 beside MXFP4);
+                           // MXFP4 cases: the scales
+  Tensor want;             // [n, d] f64 from the ref op
   std::string label;
 };
+
+// MXFP4 weights [n_expert, rows, cols]: every code byte uniform (all 16 codes, both signs of zero), and their scales
+// [n_expert, rows, cols / 32], 2^-6 .. 2^-1 (codes 121-126), so that the weights are about the size of the other
+// cases' (normal, 0.2).
+inline Tensor make_mxfp4_scales(const Tensor& w, uint64_t seed) {
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  auto* codes = static_cast<uint8_t*>(w.data());
+  for (size_t i = 0; i < w.nbytes(); ++i) codes[i] = static_cast<uint8_t>(rng());
+  Tensor scales = make_tensor(DType::kUE8M0, {w.dim(0), w.dim(1), w.dim(2) / 32});
+  auto* s = static_cast<uint8_t*>(scales.data());
+  for (size_t i = 0; i < scales.nbytes(); ++i) s[i] = static_cast<uint8_t>(121 + rng() % 6);
+  return scales;
+}
 
 inline ExpertProblem make_expert_problem(const OpTable& ref, Stream& ref_stream, const ExpertCase& c, DType act) {
   ExpertProblem e;
@@ -88,7 +102,13 @@ inline ExpertProblem make_expert_problem(const OpTable& ref, Stream& ref_stream,
   e.weights = make_tensor(DType::kF32, {c.n, c.k});
   e.gate_up = make_tensor(c.wd, {c.n_expert, 2 * c.inter, c.d});
   e.down = make_tensor(c.wd, {c.n_expert, c.d, c.inter});
-  fill_normal(e.x, 110), fill_normal(e.weights, 111, 0.3), fill_normal(e.gate_up, 112, 0.2), fill_normal(e.down, 113, 0.2);
+  fill_normal(e.x, 110), fill_normal(e.weights, 111, 0.3);
+  if (c.wd == DType::kF4E2M1) {
+    e.params.gate_up_scales = make_mxfp4_scales(e.gate_up, 112);
+    e.params.down_scales = make_mxfp4_scales(e.down, 113);
+  } else {
+    fill_normal(e.gate_up, 112, 0.2), fill_normal(e.down, 113, 0.2);
+  }
   std::mt19937 rng(114);
   std::vector<int> experts(static_cast<size_t>(c.n_expert));
   std::iota(experts.begin(), experts.end(), 0);
@@ -98,8 +118,9 @@ inline ExpertProblem make_expert_problem(const OpTable& ref, Stream& ref_stream,
   }
   if (c.gpt_oss) {  // biases wide enough that gate and up often pass the clamp's limit of 7
     e.params.act.kind = ExpertActivation::kClampedSwiglu;
-    e.params.gate_up_bias = make_tensor(c.wd, {c.n_expert, 2 * c.inter});
-    e.params.down_bias = make_tensor(c.wd, {c.n_expert, c.d});
+    const DType bias_dtype = c.wd == DType::kF4E2M1 ? DType::kBF16 : c.wd;
+    e.params.gate_up_bias = make_tensor(bias_dtype, {c.n_expert, 2 * c.inter});
+    e.params.down_bias = make_tensor(bias_dtype, {c.n_expert, c.d});
     fill_normal(e.params.gate_up_bias, 115, 6.0), fill_normal(e.params.down_bias, 116, 1.0);
   }
   Tensor ws = make_tensor(DType::kU8, {static_cast<int64_t>(ref.moe_workspace_bytes(c.n, c.k, c.d, c.inter))});

@@ -1,4 +1,4 @@
-// The CPU op table and what it supports: f32 activations with f32 or bf16 weights.
+// The CPU op table and what it supports: f32 activations with f32 or bf16 weights (and MXFP4 experts).
 #include "backend/cpu/cpu_ops.h"
 
 #include "backend/cpu/common.h"
@@ -9,6 +9,7 @@ namespace cpu {
 bool supports(Op op, DType act, DType weight) {
   if (op == Op::kConvert) return is_f32_or_bf16(act) && is_f32_or_bf16(weight);
   if (op == Op::kMoeCacheLookup || op == Op::kMoeCacheFill || op == Op::kMoeChunkIds) return true;
+  if (op == Op::kMoeExperts && weight == DType::kF4E2M1) return act == DType::kF32;  // MXFP4 experts
   return act == DType::kF32 && is_f32_or_bf16(weight);
 }
 

@@ -16,6 +16,9 @@ void gemm_block(const CpuKernels& kn, const XRows& x, int64_t n, const WRows& w,
       const int nw = static_cast<int>(std::min<int64_t>(kTileW, j1 - j));
       if (w.dtype == DType::kBF16)
         kn.dot_tile_bf16(xs, nx, static_cast<const uint16_t*>(w.data) + j * w.stride, w.stride, nw, k, tile);
+      else if (w.dtype == DType::kF4E2M1)
+        kn.dot_tile_mxfp4(xs, nx, static_cast<const uint8_t*>(w.data) + j * w.stride / 2, w.stride / 2,
+                          w.scales + j * w.scale_stride, w.scale_stride, nw, k, tile);
       else
         kn.dot_tile_f32(xs, nx, static_cast<const float*>(w.data) + j * w.stride, w.stride, nw, k, tile);
       for (int jj = 0; jj < nw; ++jj) {
@@ -31,7 +34,7 @@ void gemm_block(const CpuKernels& kn, const XRows& x, int64_t n, const WRows& w,
 
 int64_t gemm_block_rows(int64_t k, DType wdtype) {
   constexpr int64_t kL2Share = 512 * 1024;  // bytes of weights per block
-  const int64_t row_bytes = std::max<int64_t>(1, k * static_cast<int64_t>(dtype_bits(wdtype) / 8));
+  const auto row_bytes = std::max<int64_t>(1, static_cast<int64_t>(dtype_bytes(wdtype, static_cast<size_t>(k))));
   const int64_t rows = std::clamp<int64_t>(kL2Share / row_bytes, kTileW, 256);
   return rows / kTileW * kTileW;
 }

@@ -16,13 +16,16 @@ struct XRows {
   const float* row(int64_t i) const { return base + (index ? index[i] : i) * stride; }
 };
 
-// Weight rows [m, k] (f32 or bf16), row stride ws elements; bias [m] (f32 or bf16) or null.
+// Weight rows [m, k] (f32, bf16, or MXFP4: f4_e2m1 codes with ue8m0 scales [m, k / 32], rows scale_stride apart),
+// row stride `stride` elements; bias [m] (f32 or bf16) or null.
 struct WRows {
   const void* data;
   DType dtype;
   int64_t stride;
   const void* bias = nullptr;
   DType bias_dtype = DType::kF32;
+  const uint8_t* scales = nullptr;
+  int64_t scale_stride = 0;
 };
 
 // out[i * out_stride + (j - j0)] = x.row(i) . w.row(j) (+ bias[j]) for i < n, j in [j0, j1); fp32 accumulation.

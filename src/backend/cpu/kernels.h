@@ -18,6 +18,10 @@ struct CpuKernels {
                        float* out);
   void (*dot_tile_bf16)(const float* const* xs, int nx, const uint16_t* w, int64_t w_stride, int nw,
                         int64_t k, float* out);
+  // The same over nw rows of MXFP4 weights (io/mxfp4.h), k a multiple of 32: row j's k / 32 groups of 16 code bytes
+  // at blocks + j * row_bytes, their ue8m0 scales at scales + j * scale_stride.
+  void (*dot_tile_mxfp4)(const float* const* xs, int nx, const uint8_t* blocks, int64_t row_bytes,
+                         const uint8_t* scales, int64_t scale_stride, int nw, int64_t k, float* out);
   // y[t] += a * x[t].
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);
   void (*axpy_bf16)(float a, const uint16_t* x, float* y, int64_t n);

@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/kernels_body.h"
+#include "backend/cpu/simd_e2m1.h"
 
 namespace ft::cpu {
 namespace {
@@ -33,6 +34,13 @@ struct Avx2 {
     const V p = exp_poly<Avx2>(r);
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  }
+  static void e2m1_group(const uint8_t* codes, float scale, V* out) {
+    __m128i first, second;
+    twice_e2m1(codes, first, second);
+    const V half_scale = _mm256_set1_ps(scale * 0.5f);
+    const __m128i parts[4] = {first, _mm_srli_si128(first, 8), second, _mm_srli_si128(second, 8)};
+    for (int i = 0; i < 4; ++i) out[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), half_scale);
   }
   static float sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -2,7 +2,8 @@
 //
 // S provides: V (a vector of S::kW floats), zero(), set1(f), load(const float*), load(const uint16_t*) (bf16
 // widened exactly by a 16-bit shift), store(float*, V), fma(a, b, c) = a * b + c, mul, add, div, exp (about
-// 1 ulp, may use exp_poly below), sum(V) (fp32),
+// 1 ulp, may use exp_poly below), sum(V) (fp32), e2m1_group(codes, scale, V* out) (one MXFP4 group: its 16 code
+// bytes, low nibble first, as 32 / kW vectors of value times scale, exact),
 // and kHasBf16Store with store_bf16(uint16_t*, V) (round to nearest even) when the level narrows in vectors.
 // Include this header only from one .cpp per level, after defining S in an anonymous namespace. Everything here
 // has internal linkage so that no function compiled for one level is linked into another level's callers.
@@ -92,9 +93,32 @@ float exp_sub(const float* x, float m, float* out, int64_t n) {
   return sum;
 }
 
-template <class S, class W, int NX, int NW>
-void dot_tile_fixed(const float* const* xs, const W* w, int64_t ws, int64_t k, float* out) {
+// Weight rows for the dot-product tiles: dense f32 or bf16 rows `stride` elements apart, or MXFP4 rows.
+template <class W>
+struct DenseRows {
+  const W* w;
+  int64_t stride;
+};
+struct Mxfp4Rows {
+  const uint8_t* blocks;
+  int64_t row_bytes;
+  const uint8_t* scales;
+  int64_t scale_stride;
+};
+
+// ue8m0 scale code -> 2^(code - 127) (code 0 is the subnormal 2^-127; 0xff is NaN), as core/dtype.h decodes it.
+float e8m0_scale(uint8_t code) {
+  const uint32_t bits = code == 0 ? 0x00400000u : code == 0xff ? 0x7fc00000u : static_cast<uint32_t>(code) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <class S, int NX, int NW, class W>
+void dot_tile_fixed(const float* const* xs, const DenseRows<W>& rows, int64_t k, float* out) {
   using V = typename S::V;
+  const W* w = rows.w;
+  const int64_t ws = rows.stride;
   V acc[NX][NW];
   for (int i = 0; i < NX; ++i)
     for (int j = 0; j < NW; ++j) acc[i][j] = S::zero();
@@ -125,24 +149,67 @@ void dot_tile_fixed(const float* const* xs, const W* w, int64_t ws, int64_t k, f
     for (int j = 0; j < NW; ++j) out[i * kTileW + j] = S::sum(acc[i][j]);
 }
 
-template <class S, class W, int NX>
-void dot_tile_nx(const float* const* xs, const W* w, int64_t ws, int nw, int64_t k, float* out) {
+// MXFP4 rows a group of 32 at a time: each row's group decoded once (S::e2m1_group), then against every x row. The
+// next tile's rows (NW rows of row_bytes, one block in a packed matrix) are prefetched in step, as above.
+template <class S, int NX, int NW>
+void dot_tile_fixed(const float* const* xs, const Mxfp4Rows& rows, int64_t k, float* out) {
+  using V = typename S::V;
+  constexpr int kVectors = 32 / S::kW;  // vectors a group
+  V acc[NX][NW];
+  for (int i = 0; i < NX; ++i)
+    for (int j = 0; j < NW; ++j) acc[i][j] = S::zero();
+  const char* next = reinterpret_cast<const char*>(rows.blocks + NW * rows.row_bytes);
+  for (int64_t g = 0; g < k / 32; ++g) {
+    if (g % 4 == 0)
+      for (int j = 0; j < NW; ++j) __builtin_prefetch(next + j * 64 + g * NW * 16);
+    for (int j = 0; j < NW; ++j) {
+      V wv[kVectors];
+      S::e2m1_group(rows.blocks + j * rows.row_bytes + g * 16, e8m0_scale(rows.scales[j * rows.scale_stride + g]), wv);
+      for (int i = 0; i < NX; ++i)
+        for (int c = 0; c < kVectors; ++c) acc[i][j] = S::fma(S::load(xs[i] + g * 32 + c * S::kW), wv[c], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < NX; ++i)
+    for (int j = 0; j < NW; ++j) out[i * kTileW + j] = S::sum(acc[i][j]);
+}
+
+template <class S, int NX, class Rows>
+void dot_tile_nx(const float* const* xs, const Rows& rows, int nw, int64_t k, float* out) {
   switch (nw) {
-    case 1: return dot_tile_fixed<S, W, NX, 1>(xs, w, ws, k, out);
-    case 2: return dot_tile_fixed<S, W, NX, 2>(xs, w, ws, k, out);
-    case 3: return dot_tile_fixed<S, W, NX, 3>(xs, w, ws, k, out);
-    default: return dot_tile_fixed<S, W, NX, 4>(xs, w, ws, k, out);
+    case 1:
+      return dot_tile_fixed<S, NX, 1>(xs, rows, k, out);
+    case 2:
+      return dot_tile_fixed<S, NX, 2>(xs, rows, k, out);
+    case 3:
+      return dot_tile_fixed<S, NX, 3>(xs, rows, k, out);
+    default:
+      return dot_tile_fixed<S, NX, 4>(xs, rows, k, out);
+  }
+}
+
+template <class S, class Rows>
+void dot_tile_rows(const float* const* xs, int nx, const Rows& rows, int nw, int64_t k, float* out) {
+  switch (nx) {
+    case 1:
+      return dot_tile_nx<S, 1>(xs, rows, nw, k, out);
+    case 2:
+      return dot_tile_nx<S, 2>(xs, rows, nw, k, out);
+    case 3:
+      return dot_tile_nx<S, 3>(xs, rows, nw, k, out);
+    default:
+      return dot_tile_nx<S, 4>(xs, rows, nw, k, out);
   }
 }
 
 template <class S, class W>
 void dot_tile(const float* const* xs, int nx, const W* w, int64_t ws, int nw, int64_t k, float* out) {
-  switch (nx) {
-    case 1: return dot_tile_nx<S, W, 1>(xs, w, ws, nw, k, out);
-    case 2: return dot_tile_nx<S, W, 2>(xs, w, ws, nw, k, out);
-    case 3: return dot_tile_nx<S, W, 3>(xs, w, ws, nw, k, out);
-    default: return dot_tile_nx<S, W, 4>(xs, w, ws, nw, k, out);
-  }
+  dot_tile_rows<S>(xs, nx, DenseRows<W>{w, ws}, nw, k, out);
+}
+
+template <class S>
+void dot_tile_mxfp4(const float* const* xs, int nx, const uint8_t* blocks, int64_t row_bytes, const uint8_t* scales,
+                    int64_t scale_stride, int nw, int64_t k, float* out) {
+  dot_tile_rows<S>(xs, nx, Mxfp4Rows{blocks, row_bytes, scales, scale_stride}, nw, k, out);
 }
 
 template <class S, class W>
@@ -210,6 +277,7 @@ CpuKernels make_kernels() {
   CpuKernels k{};
   k.dot_tile_f32 = &dot_tile<S, float>;
   k.dot_tile_bf16 = &dot_tile<S, uint16_t>;
+  k.dot_tile_mxfp4 = &dot_tile_mxfp4<S>;
   k.axpy_f32 = &axpy<S, float>;
   k.axpy_bf16 = &axpy<S, uint16_t>;
   k.sum_squares = &sum_squares<S>;

@@ -47,9 +47,15 @@ struct Layout {
   }
 };
 
-WRows expert_rows(const Tensor& w, int64_t e) {
-  return {static_cast<const char*>(w.data()) + dtype_bytes(w.dtype, static_cast<size_t>(e * w.stride[0])),
-          w.dtype, w.stride[1]};
+// Expert e's rows of w [n_expert, rows, cols], with their scales [n_expert, rows, cols / 32] for MXFP4 weights.
+WRows expert_rows(const Tensor& w, const Tensor& scales, int64_t e) {
+  WRows r{static_cast<const char*>(w.data()) + dtype_bytes(w.dtype, static_cast<size_t>(e * w.stride[0])), w.dtype,
+          w.stride[1]};
+  if (scales.defined()) {
+    r.scales = scales.ptr<const uint8_t>() + e * scales.stride[0];
+    r.scale_stride = scales.stride[1];
+  }
+  return r;
 }
 
 // row[i] += bias[e, i] for i < n (bias f32 or bf16, its expert dim strided); nothing when bias is undefined.
@@ -74,14 +80,15 @@ size_t moe_workspace_bytes(int64_t n_tokens, int64_t n_expert_used, int64_t d, i
 Status moe_experts(const Tensor& x,          // [n, d] f32
                    const Tensor& ids,        // [n, k] i32
                    const Tensor& weights,    // [n, k] f32
-                   const Tensor& gate_up,    // [n_expert, 2 * inter, d] f32/bf16
-                   const Tensor& down,       // [n_expert, d, inter] f32/bf16
+                   const Tensor& gate_up,    // [n_expert, 2 * inter, d] f32/bf16/f4_e2m1
+                   const Tensor& down,       // [n_expert, d, inter] f32/bf16/f4_e2m1
                    const Tensor& out,        // [n, d] f32
                    const Tensor& workspace,  // moe_workspace_bytes(n, k, d, inter) bytes
                    const MoeExpertParams& p, Stream& s) {
   if (x.dtype != DType::kF32 || out.dtype != DType::kF32) return dtype_error("moe_experts", "x/out", x);
   if (ids.dtype != DType::kI32 || weights.dtype != DType::kF32) return dtype_error("moe_experts", "ids/weights", ids);
-  if (!is_f32_or_bf16(gate_up.dtype) || !is_f32_or_bf16(down.dtype))
+  const auto weight_fits = [](DType t) { return is_f32_or_bf16(t) || t == DType::kF4E2M1; };
+  if (!weight_fits(gate_up.dtype) || !weight_fits(down.dtype))
     return dtype_error("moe_experts", "expert weights", gate_up);
   if (x.ndim != 2 || out.ndim != 2 || ids.ndim != 2 || gate_up.ndim != 3 || down.ndim != 3)
     return shape_error("moe_experts", "x/out [n, d], ids [n, k], gate_up/down 3-d expected");
@@ -91,6 +98,8 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
     return shape_error("moe_experts", "x, ids, weights, gate_up, down and out do not match");
   if (!expert_biases_fit(p, gate_up.dtype, n_expert, inter, d))
     return shape_error("moe_experts", "biases must be [n_expert, 2 inter] and [n_expert, d] in the weights' dtype");
+  if (!expert_scales_fit(p, gate_up, down))
+    return shape_error("moe_experts", "MXFP4 weights need their scales [n_expert, rows, cols / 32] ue8m0");
   const int64_t n_pairs = n * k;
   if (!workspace.defined() || workspace.nbytes() < Layout::bytes(n_pairs, d, inter))
     return shape_error("moe_experts", "workspace smaller than moe_workspace_bytes");
@@ -120,20 +129,26 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
 
   const CpuKernels& kn = kernels();
   // One GEMM per expert run: rows_out rows of w, from activation rows `src` (k_in wide) into dst (ld wide).
-  auto run_gemm = [&](const Tensor& w, int64_t rows_out, int64_t k_in, auto src, float* dst, int64_t ld) {
+  auto run_gemm = [&](const Tensor& w, const Tensor& scales, int64_t rows_out, int64_t k_in, auto src, float* dst,
+                      int64_t ld) {
     const int64_t rows = gemm_block_rows(k_in, w.dtype), n_blocks = (rows_out + rows - 1) / rows;
     parallel_items(s, n_runs * n_blocks, [&](int64_t item) {
       const int64_t r = item / n_blocks, j0 = item % n_blocks * rows, j1 = std::min(rows_out, j0 + rows);
       const int64_t q0 = ws.run_start[r], count = ws.run_start[r + 1] - q0;
-      gemm_block(kn, src(q0), count, expert_rows(w, ws.keys[q0] / n_pairs - 1), j0, j1, k_in, dst + q0 * ld + j0, ld);
+      gemm_block(kn, src(q0), count, expert_rows(w, scales, ws.keys[q0] / n_pairs - 1), j0, j1, k_in,
+                 dst + q0 * ld + j0, ld);
     });
   };
   if (n_runs == 0) {  // every pair is computed elsewhere
     for (int64_t t = 0; t < n; ++t) std::fill_n(out.ptr<float>() + t * out.stride[0], d, 0.0f);
     return ok_status();
   }
-  run_gemm(gate_up, 2 * inter, d, [&](int64_t q0) { return XRows{x.ptr<const float>(), x.stride[0], ws.token + q0}; },
-           ws.h, 2 * inter);
+  run_gemm(
+      gate_up, p.gate_up_scales, 2 * inter, d,
+      [&](int64_t q0) {
+        return XRows{x.ptr<const float>(), x.stride[0], ws.token + q0};
+      },
+      ws.h, 2 * inter);
   const auto expert_at = [&](int64_t q) { return ws.keys[q] / n_pairs - 1; };  // sorted position q's expert
   parallel_for(s, n_pairs - n_skipped, 4, [&](int, int64_t q0, int64_t q1) {
     for (int64_t q = n_skipped + q0; q < n_skipped + q1; ++q) {
@@ -146,7 +161,12 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
       }
     }
   });
-  run_gemm(down, d, inter, [&](int64_t q0) { return XRows{ws.h + q0 * 2 * inter, 2 * inter}; }, ws.y, d);
+  run_gemm(
+      down, p.down_scales, d, inter,
+      [&](int64_t q0) {
+        return XRows{ws.h + q0 * 2 * inter, 2 * inter};
+      },
+      ws.y, d);
   if (p.down_bias.defined())
     parallel_for(s, n_pairs - n_skipped, 4, [&](int, int64_t q0, int64_t q1) {
       for (int64_t q = n_skipped + q0; q < n_skipped + q1; ++q) add_bias(p.down_bias, expert_at(q), ws.y + q * d, d);

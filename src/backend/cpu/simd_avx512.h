@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "backend/cpu/simd_e2m1.h"
+
 namespace ft::cpu {
 namespace {
 
@@ -39,6 +41,13 @@ struct Avx512Base {
     V r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
     return _mm512_scalef_ps(exp_poly<Avx512Base>(r), n);
+  }
+  static void e2m1_group(const uint8_t* codes, float scale, V* out) {
+    __m128i first, second;
+    twice_e2m1(codes, first, second);
+    const V half_scale = _mm512_set1_ps(scale * 0.5f);
+    out[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(first)), half_scale);
+    out[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(second)), half_scale);
   }
   static float sum(V v) { return _mm512_reduce_add_ps(v); }
 };

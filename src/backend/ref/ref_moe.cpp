@@ -82,6 +82,19 @@ double activation(const ExpertActivation& a, double g, double u) {
 
 double bias_at(const Tensor& bias, int64_t e, int64_t i) { return bias.defined() ? get(bias, e, i) : 0.0; }
 
+// Weight (e, r, c) of an expert matrix; of an MXFP4 one (scales defined), its code's value times its group's scale.
+double weight_at(const Tensor& w, const Tensor& scales, int64_t e, int64_t r, int64_t c) {
+  const double v = get(w, e, r, c);
+  return scales.defined() ? v * get(scales, e, r, c / 32) : v;
+}
+
+// MXFP4 weights (f4_e2m1) and only they come with scales [n_expert, rows, cols / 32] ue8m0.
+bool scales_fit(const Tensor& w, const Tensor& scales) {
+  if (w.dtype != DType::kF4E2M1) return !scales.defined();
+  return w.dim(2) % 32 == 0 && scales.defined() && scales.dtype == DType::kUE8M0 && scales.ndim == 3 &&
+         scales.dim(0) >= w.dim(0) && scales.dim(1) == w.dim(1) && scales.dim(2) == w.dim(2) / 32;
+}
+
 }  // namespace
 
 Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up, const Tensor& down,
@@ -95,6 +108,8 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, co
   };
   if (!bias_fits(p.gate_up_bias, 2 * inter) || !bias_fits(p.down_bias, d))
     return invalid_argument("moe_experts: biases must be [n_expert, 2 inter] and [n_expert, d]");
+  if (!scales_fit(gate_up, p.gate_up_scales) || !scales_fit(down, p.down_scales))
+    return invalid_argument("moe_experts: MXFP4 weights need their scales [n_expert, rows, cols / 32] ue8m0");
   if (workspace.nbytes() < moe_workspace_bytes(n, k, d, inter)) return invalid_argument("moe_experts: workspace");
   double* h = workspace.ptr<double>();
   double* acc = h + inter;
@@ -109,14 +124,14 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, co
         double g = 0, u = 0;
         for (int64_t c = 0; c < d; ++c) {
           const double xc = get(x, t, c);
-          g += get(gate_up, e, i, c) * xc;
-          u += get(gate_up, e, inter + i, c) * xc;
+          g += weight_at(gate_up, p.gate_up_scales, e, i, c) * xc;
+          u += weight_at(gate_up, p.gate_up_scales, e, inter + i, c) * xc;
         }
         h[i] = activation(p.act, g + bias_at(p.gate_up_bias, e, i), u + bias_at(p.gate_up_bias, e, inter + i));
       }
       for (int64_t r = 0; r < d; ++r) {
         double y = bias_at(p.down_bias, e, r);
-        for (int64_t i = 0; i < inter; ++i) y += get(down, e, r, i) * h[i];
+        for (int64_t i = 0; i < inter; ++i) y += weight_at(down, p.down_scales, e, r, i) * h[i];
         acc[r] += w * y;
       }
     }

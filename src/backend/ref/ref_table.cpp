@@ -3,7 +3,11 @@
 
 namespace ft {
 namespace {
-bool ref_supports(Op, DType act, DType weight) { return dtype_is_float(act) && dtype_is_float(weight); }
+// Any float dtypes; f4_e2m1 weights are MXFP4 codes, which mean something only beside their scales (moe_experts').
+bool ref_supports(Op op, DType act, DType weight) {
+  if (weight == DType::kF4E2M1) return op == Op::kMoeExperts && dtype_is_float(act);
+  return dtype_is_float(act) && dtype_is_float(weight);
+}
 }  // namespace
 
 const OpTable& ref_op_table() {
