@@ -33,15 +33,16 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // Weight bytes one decode step of `batch` tokens reads: everything but the embedding table (batch rows of
 // it) and the experts no token picks; with uniform routing a step touches E (1 - (1 - k/E)^batch) experts.
-// MXFP4 experts count as the bf16 they load as (io/mxfp4.h: a byte of `_blocks` holds two values; `_scales` none).
-double weight_bytes_per_step(const SafetensorsArchive& ckpt, const ModelConfig& c, int64_t batch) {
+// MXFP4 experts count as stored where they stay MXFP4 (`mxfp4_kept`), else as the bf16 they load as (io/mxfp4.h: a
+// byte of `_blocks` holds two values; `_scales` none).
+double weight_bytes_per_step(const SafetensorsArchive& ckpt, const ModelConfig& c, int64_t batch, bool mxfp4_kept) {
   double dense = 0, experts = 0, embed_row = 0;
   for (const auto& name : ckpt.names()) {
     const TensorInfo* t = ckpt.find(name);
     if (name.ends_with(kMxfp4Blocks))
-      experts += 4.0 * static_cast<double>(t->nbytes);
+      experts += (mxfp4_kept ? 1.0 : 4.0) * static_cast<double>(t->nbytes);
     else if (name.ends_with(kMxfp4Scales))
-      continue;
+      experts += mxfp4_kept ? static_cast<double>(t->nbytes) : 0.0;
     else if (name.find(".mlp.experts.") != std::string::npos)
       experts += static_cast<double>(t->nbytes);
     else if (name.find("embed_tokens") != std::string::npos) embed_row = static_cast<double>(t->nbytes) / static_cast<double>(c.vocab_size);
@@ -312,7 +313,10 @@ Status bench_decode(const Args& a) {
     dec.advance();
   }
 
-  const double step_bytes = weight_bytes_per_step(ckpt, config, batch);
+  // As the loader keeps them (WeightLoader::expert_dtype): MXFP4 where the backend's moe_experts takes it, outside a
+  // host expert store.
+  const bool mxfp4_kept = !model->expert_store() && be.ops().supports(Op::kMoeExperts, o.act_dtype, DType::kF4E2M1);
+  const double step_bytes = weight_bytes_per_step(ckpt, config, batch, mxfp4_kept);
   const double best_s = graph_s > 0 ? graph_s : eager_s;
   const double steps_per_s = static_cast<double>(tokens) / best_s;
   std::printf("model %s: %s, %lld layers, %.2f GB of weights; device %s, %s activations\n", o.model_dir.c_str(),

@@ -118,6 +118,10 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
     const std::string shared = prefix + ".shared_experts";
     FT_ASSIGN_OR_RETURN(m.gate_up, w.experts_gate_up(prefix + ".experts", e, inter, d, shared, m.n_folded));
     FT_ASSIGN_OR_RETURN(m.down, w.experts_down(prefix + ".experts", e, d, inter, shared, m.n_folded));
+    if (m.gate_up.dtype == DType::kF4E2M1) {
+      FT_ASSIGN_OR_RETURN(m.expert.gate_up_scales, w.experts_gate_up_scales(prefix + ".experts", e, inter, d));
+      FT_ASSIGN_OR_RETURN(m.expert.down_scales, w.experts_down_scales(prefix + ".experts", e, d, inter));
+    }
     if (w.experts_have_biases(prefix + ".experts")) {
       FT_ASSIGN_OR_RETURN(m.expert.gate_up_bias, w.experts_gate_up_bias(prefix + ".experts", e, inter));
       FT_ASSIGN_OR_RETURN(m.expert.down_bias, w.experts_down_bias(prefix + ".experts", e, d));

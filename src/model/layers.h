@@ -136,8 +136,8 @@ struct DenseMlp {
 struct MoeBlock {
   Linear router;   // [n_expert, d], bias [n_expert] or undefined
   Tensor gate_up;  // [n_expert, 2 * inter, d]; undefined when the experts live in a host expert store
-  Tensor down;     // [n_expert, d, inter]
-  MoeExpertParams expert;  // the activation, and the biases of resident experts
+  Tensor down;     // [n_expert, d, inter]; both f4_e2m1 for MXFP4 experts the backend takes as such
+  MoeExpertParams expert;  // the activation, and the biases (and MXFP4 scales) of resident experts
   int64_t moe_layer = -1;  // the store's layer index when they do
   MoeRouteParams route;    // from the config: scoring_func, norm_topk_prob, n_group, topk_group, routed_scaling_factor
   Tensor selection_bias;   // [n_expert] f32 or undefined: added to the scores for the top-k choice only

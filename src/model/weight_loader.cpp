@@ -212,17 +212,34 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
   return assemble(blocks, {n_expert + n_shared, d, inter}, target_dtype(dtype));
 }
 
+Result<Tensor> WeightLoader::experts_gate_up_scales(const std::string& prefix, int64_t n_expert, int64_t inter,
+                                                    int64_t d) {
+  FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
+  return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d / kMxfp4Group}, DType::kUE8M0);
+}
+
+Result<Tensor> WeightLoader::experts_down_scales(const std::string& prefix, int64_t n_expert, int64_t d,
+                                                 int64_t inter) {
+  FT_RETURN_IF_ERROR(checked_fused(prefix + ".down_proj", {n_expert, inter, d}));
+  return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter / kMxfp4Group}, DType::kUE8M0);
+}
+
 Result<Tensor> WeightLoader::experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter) {
   if (!fused_experts(prefix)) return unsupported(prefix + ": expert biases need the fused expert tensors");
-  FT_RETURN_IF_ERROR(checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}).status());
-  FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+  FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}));
+  FT_ASSIGN_OR_RETURN(const DType dtype, expert_bias_dtype(prefix, info->dtype));
   return assemble_fused(prefix + ".gate_up_proj_bias", true, {n_expert, 2 * inter}, dtype);
 }
 
 Result<Tensor> WeightLoader::experts_down_bias(const std::string& prefix, int64_t n_expert, int64_t d) {
-  FT_RETURN_IF_ERROR(checked(prefix + ".down_proj_bias", {n_expert, d}).status());
-  FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+  FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".down_proj_bias", {n_expert, d}));
+  FT_ASSIGN_OR_RETURN(const DType dtype, expert_bias_dtype(prefix, info->dtype));
   return assemble({prefix + ".down_proj_bias"}, {n_expert, d}, dtype);
+}
+
+Result<DType> WeightLoader::expert_bias_dtype(const std::string& prefix, DType stored) const {
+  FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+  return dtype == DType::kF4E2M1 ? target_dtype(stored) : dtype;
 }
 
 size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, bool deinterleave, DType dtype,
@@ -245,13 +262,19 @@ size_t WeightLoader::copy_expert_rows_mxfp4(const std::string& name, int64_t e, 
   const size_t C = groups * kMxfp4Group, row_bytes = groups * kMxfp4GroupBytes;
   const uint8_t* b = bf->tensor_data(*blocks) + static_cast<size_t>(e) * R * row_bytes;
   const uint8_t* s = sf->tensor_data(*scales) + static_cast<size_t>(e) * R * groups;
-  std::vector<float> row(C);
+  std::vector<float> row(dtype == DType::kF4E2M1 || dtype == DType::kUE8M0 ? 0 : C);
   for (size_t j = 0; j < R; ++j) {
     const size_t from = deinterleave ? deinterleaved(j, R) : j;
-    dequantize_mxfp4_row(b + from * row_bytes, s + from * groups, static_cast<int64_t>(groups), row.data());
-    convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst, at + j * C, C);
+    if (dtype == DType::kF4E2M1) {
+      std::memcpy(dst + dtype_bytes(dtype, at + j * C), b + from * row_bytes, row_bytes);
+    } else if (dtype == DType::kUE8M0) {
+      std::memcpy(dst + at + j * groups, s + from * groups, groups);
+    } else {
+      dequantize_mxfp4_row(b + from * row_bytes, s + from * groups, static_cast<int64_t>(groups), row.data());
+      convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst, at + j * C, C);
+    }
   }
-  return R * C;
+  return R * (dtype == DType::kUE8M0 ? groups : C);
 }
 
 size_t WeightLoader::copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
@@ -306,8 +329,11 @@ size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst,
   return static_cast<size_t>(b.rows) * cols;
 }
 
-Result<DType> WeightLoader::expert_dtype(const std::string& prefix) const {
-  if (mxfp4_experts(prefix)) return target_dtype(DType::kBF16);  // its values are exact in bf16
+Result<DType> WeightLoader::expert_dtype(const std::string& prefix, bool in_store) const {
+  if (mxfp4_experts(prefix)) {
+    if (!in_store && backend_.ops().supports(Op::kMoeExperts, act_dtype_, DType::kF4E2M1)) return DType::kF4E2M1;
+    return target_dtype(DType::kBF16);  // its values are exact in bf16
+  }
   const std::string name = fused_experts(prefix) ? prefix + ".gate_up_proj" : prefix + ".0.gate_proj.weight";
   const TensorInfo* info = checkpoint_.find(name);
   if (!info) return not_found(checkpoint_.dir() + ": tensor '" + name + "' not found in the checkpoint");

@@ -124,5 +124,25 @@ INSTANTIATE_TEST_SUITE_P(GptOss, ModelLogits,
                                          Case{"models_mxfp4/gpt_oss", "cpu", 5}),
                          case_name);
 
+// The cpu backend keeps MXFP4 experts as they are stored, a byte of codes a pair of weights and a scale a group of 32
+// (the logits cases above check what it computes): the MXFP4 fixture's weights take exactly that much less than the
+// same shape's bf16 experts (4 layers of 8 experts, each 3 matrices of 64 x 32).
+TEST(Mxfp4Experts, KeptAsMxfp4OnTheCpu) {
+  const auto weight_bytes = [](const std::string& model) -> size_t {
+    SessionOptions o;
+    o.model_dir = std::string(FT_TEST_DATA) + "/" + model;
+    o.device = "cpu";
+    o.max_tokens = 8;
+    o.context = 64;
+    o.show_progress = false;
+    auto s = ModelSession::open(o);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return s.ok() ? s->model->weight_bytes() : 0;
+  };
+  constexpr size_t kValues = 4 * 8 * 3 * 64 * 32;
+  EXPECT_EQ(weight_bytes("models/gpt_oss") - weight_bytes("models_mxfp4/gpt_oss"),
+            kValues * 2 - (kValues / 2 + kValues / 32));
+}
+
 }  // namespace
 }  // namespace ft
