@@ -46,8 +46,14 @@ Status make_model(const Args& a) {
   if (json.is_discarded() || !json.is_object()) return corrupt_file(a.str("config") + ": not a JSON object");
   if (layers > 0) set_layers(json, layers);
   json["torch_dtype"] = dtype == DType::kBF16 ? "bfloat16" : "float32";
+  const bool mxfp4 = a.on("mxfp4-experts");
+  if (mxfp4)  // as gpt-oss's official checkpoints say it
+    json["quantization_config"] = {
+        {"quant_method", "mxfp4"},
+        {"modules_to_not_convert",
+         {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}};
   FT_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(json.dump(), a.str("config")));
-  FT_ASSIGN_OR_RETURN(const std::vector<TensorSpec> specs, checkpoint_tensors(config));
+  FT_ASSIGN_OR_RETURN(const std::vector<TensorSpec> specs, checkpoint_tensors(config, mxfp4));
   const std::filesystem::path out = a.str("out");
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
@@ -59,11 +65,12 @@ Status make_model(const Args& a) {
   }
   SafetensorsWriter w((out / "model.safetensors").string());
   size_t total = 0;
+  const auto stored = [&](const TensorSpec& s) { return s.u8() ? DType::kU8 : dtype; };
   for (const TensorSpec& s : specs) {
-    FT_RETURN_IF_ERROR(w.add(s.name, dtype, s.shape));
+    FT_RETURN_IF_ERROR(w.add(s.name, stored(s), s.shape));
     int64_t n = 1;
     for (int64_t v : s.shape) n *= v;
-    total += dtype_bytes(dtype, static_cast<size_t>(n));
+    total += dtype_bytes(stored(s), static_cast<size_t>(n));
   }
   w.set_metadata("format", "pt");
   FT_RETURN_IF_ERROR(w.begin());
@@ -72,20 +79,25 @@ Status make_model(const Args& a) {
   for (size_t id = 0; id < specs.size(); ++id) {
     int64_t n = 1;
     for (int64_t v : specs[id].shape) n *= v;
+    const TensorSpec& spec = specs[id];
     for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
       const int64_t len = std::min(kChunk, n - c0);
       pool.parallel_for(
           len,
           [&](int, int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) {
-              const float v =
-                  random_value(static_cast<uint64_t>(seed), id, static_cast<uint64_t>(c0 + i), specs[id].init);
+              const auto at = static_cast<uint64_t>(c0 + i);
+              if (spec.u8()) {
+                buf[static_cast<size_t>(i)] = random_byte(static_cast<uint64_t>(seed), id, at, spec.init);
+                continue;
+              }
+              const float v = random_value(static_cast<uint64_t>(seed), id, at, spec.init);
               if (dtype == DType::kBF16) reinterpret_cast<uint16_t*>(buf.data())[i] = f32_to_bf16(v);
               else reinterpret_cast<float*>(buf.data())[i] = v;
             }
           },
           4096);
-      FT_RETURN_IF_ERROR(w.write_bytes(buf.data(), dtype_bytes(dtype, static_cast<size_t>(len))));
+      FT_RETURN_IF_ERROR(w.write_bytes(buf.data(), dtype_bytes(stored(spec), static_cast<size_t>(len))));
     }
   }
   FT_RETURN_IF_ERROR(w.finish());
@@ -98,12 +110,14 @@ Status make_model(const Args& a) {
 
 int cmd_make_model(int argc, char** argv) {
   Args a("make-model",
-         "Writes a random checkpoint in Hugging Face format (Qwen3, Qwen3-MoE, Qwen3.5/3.6-MoE), streamed to disk.");
+         "Writes a random checkpoint in Hugging Face format (Qwen3, Qwen3-MoE, Qwen3.5/3.6-MoE, DeepSeek-V3, gpt-oss), "
+         "streamed to disk.");
   a.required("config", "FILE", "config.json to build the checkpoint for");
   a.required("out", "DIR", "output directory (config.json, model.safetensors)");
   a.flag("seed", "S", "random seed (the same seed writes the same file)", "0");
   a.flag("dtype", "TYPE", "weight dtype: bf16 or f32", "bf16");
   a.flag("layers", "N", "override num_hidden_layers (0 = the config's)", "0");
+  a.flag("mxfp4-experts", "", "gpt-oss: experts in MXFP4, as the official checkpoints ship them");
   Status st = a.parse(argc, argv);
   if (st.ok()) st = make_model(a);
   return st.ok() ? 0 : report_error("make-model", st);

@@ -144,8 +144,9 @@ Result<Specs> deepseek_v3_tensors(const ModelConfig& c) {
 
 // gpt-oss: GQA attention with q/k/v/o biases and a sink logit per head, routed experts in every layer: a router
 // with a bias, and fused expert tensors (gate_up [E, d, 2 inter] with gate and up columns interleaved, down
-// [E, inter, d]) with biases.
-Specs gpt_oss_tensors(const ModelConfig& c) {
+// [E, inter, d]) with biases; or those two in MXFP4 (`_blocks` and `_scales` of the transposes, gate and up rows
+// interleaved).
+Specs gpt_oss_tensors(const ModelConfig& c, bool mxfp4_experts) {
   const int64_t d = c.hidden_size, hd = c.head_dim, e = c.n_expert, inter = c.moe_intermediate_size;
   Specs t;
   add_embedding(t, c, "model");
@@ -163,9 +164,19 @@ Specs gpt_oss_tensors(const ModelConfig& c) {
     t.push_back({a + "sinks", {c.n_head}});
     t.push_back({m + "router.weight", {e, d}});
     t.push_back({m + "router.bias", {e}});
-    t.push_back({m + "experts.gate_up_proj", {e, d, 2 * inter}});
+    if (mxfp4_experts) {  // each matrix transposed, a row per output, in groups of 32 inputs
+      t.push_back({m + "experts.gate_up_proj_blocks", {e, 2 * inter, d / 32, 16}, Init::kMxfp4Codes});
+      t.push_back({m + "experts.gate_up_proj_scales", {e, 2 * inter, d / 32}, Init::kMxfp4Scales});
+    } else {
+      t.push_back({m + "experts.gate_up_proj", {e, d, 2 * inter}});
+    }
     t.push_back({m + "experts.gate_up_proj_bias", {e, 2 * inter}});
-    t.push_back({m + "experts.down_proj", {e, inter, d}});
+    if (mxfp4_experts) {
+      t.push_back({m + "experts.down_proj_blocks", {e, d, inter / 32, 16}, Init::kMxfp4Codes});
+      t.push_back({m + "experts.down_proj_scales", {e, d, inter / 32}, Init::kMxfp4Scales});
+    } else {
+      t.push_back({m + "experts.down_proj", {e, inter, d}});
+    }
     t.push_back({m + "experts.down_proj_bias", {e, d}});
   }
   add_head(t, c, "model", Init::kNorm);
@@ -181,13 +192,19 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-Result<std::vector<TensorSpec>> checkpoint_tensors(const ModelConfig& c) {
+Result<std::vector<TensorSpec>> checkpoint_tensors(const ModelConfig& c, bool mxfp4_experts) {
+  if (mxfp4_experts) {
+    if (c.architecture != "GptOssForCausalLM")
+      return unsupported("make-model writes MXFP4 experts for GptOssForCausalLM only, not " + c.architecture);
+    if (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0)
+      return invalid_argument("MXFP4 experts need hidden_size and intermediate_size multiples of 32");
+  }
   if (c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM") return qwen3_tensors(c);
   if (c.architecture == "Qwen3_5MoeForCausalLM") return qwen3_5_moe_tensors(c, "model");
   // The multimodal layout keeps the text model under model.language_model (no vision tower is written).
   if (c.architecture == "Qwen3_5MoeForConditionalGeneration") return qwen3_5_moe_tensors(c, "model.language_model");
   if (c.architecture == "DeepseekV3ForCausalLM") return deepseek_v3_tensors(c);
-  if (c.architecture == "GptOssForCausalLM") return gpt_oss_tensors(c);
+  if (c.architecture == "GptOssForCausalLM") return gpt_oss_tensors(c, mxfp4_experts);
   return unsupported(
       "make-model writes Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen3_5MoeForCausalLM, "
       "Qwen3_5MoeForConditionalGeneration, DeepseekV3ForCausalLM and GptOssForCausalLM checkpoints, not " +
@@ -202,9 +219,19 @@ float random_value(uint64_t seed, uint64_t id, uint64_t i, Init init) {
     case Init::kZeroNorm:
     case Init::kDtBias: return 0.1f * u;
     case Init::kALog: return std::log(8.5f + 7.5f * u);  // log U(1, 16)
-    case Init::kWeight: break;
+    case Init::kWeight:
+    case Init::kMxfp4Codes:  // u8 parts: random_byte
+    case Init::kMxfp4Scales:
+      break;
   }
   return 0.02f * 1.7320508f * u;  // std 0.02
+}
+
+uint8_t random_byte(uint64_t seed, uint64_t id, uint64_t i, Init init) {
+  const uint64_t r = splitmix64(seed * 0x100000001b3ull ^ (id << 40) ^ i);
+  // Codes uniform over all 16 (|value| 2.2 on average) times about 2^-7: std near 0.02.
+  if (init == Init::kMxfp4Scales) return static_cast<uint8_t>(119 + (r >> 40) % 3);
+  return static_cast<uint8_t>(r >> 40);
 }
 
 }  // namespace ft::cli

@@ -1,6 +1,7 @@
-// `ft make-model` for Qwen3.5-MoE and DeepSeek-V3: the checkpoint has exactly the tensor names, shapes and dtype of the
-// transformers-made fixture of the same config, the same seed writes the same bytes, and `ft logits` loads it
-// (every tensor used) and returns finite logits; the multimodal layout (text_config) loads the same way.
+// `ft make-model` for Qwen3.5-MoE, DeepSeek-V3 and gpt-oss (bf16 or MXFP4 experts): the checkpoint has exactly the
+// tensor names, shapes and dtype of the transformers-made fixture of the same config, the same seed writes the same
+// bytes, and `ft logits` loads it (every tensor used) and returns finite logits; the multimodal layout (text_config)
+// loads the same way.
 #include <unistd.h>
 
 #include <cmath>
@@ -64,9 +65,9 @@ class MakeModel : public testing::Test {
   }
 
   // make-model on the fixture's config: the fixture's tensor names, shapes and dtypes; loads; a seed's bytes repeat.
-  void expect_fixture_layout(const fs::path& fixture_dir, const std::string& layers) {
+  void expect_fixture_layout(const fs::path& fixture_dir, const std::string& layers, const std::string& extra = "") {
     fs::copy_file(fixture_dir / "config.json", dir_ / "config.json");
-    const fs::path model = make(dir_ / "config.json", "a", "--layers " + layers + " --seed 7");
+    const fs::path model = make(dir_ / "config.json", "a", "--layers " + layers + " --seed 7 " + extra);
     auto made = SafetensorsFile::open((model / "model.safetensors").string());
     auto fixture = SafetensorsFile::open((fixture_dir / "model.safetensors").string());
     ASSERT_TRUE(made.ok()) << made.status().to_string();
@@ -81,7 +82,7 @@ class MakeModel : public testing::Test {
     }
     expect_loads(model, 512);
 
-    const fs::path again = make(dir_ / "config.json", "b", "--layers " + layers + " --seed 7");
+    const fs::path again = make(dir_ / "config.json", "b", "--layers " + layers + " --seed 7 " + extra);
     EXPECT_TRUE(read(model / "model.safetensors") == read(again / "model.safetensors")) << "same seed, other bytes";
   }
 
@@ -94,6 +95,21 @@ TEST_F(MakeModel, Qwen35MoeHasTheFixtureLayoutAndLoads) { expect_fixture_layout(
 TEST_F(MakeModel, DeepseekV3HasTheFixtureLayoutAndLoads) { expect_fixture_layout(kFixtures / "deepseek_v3", "3"); }
 
 TEST_F(MakeModel, GptOssHasTheFixtureLayoutAndLoads) { expect_fixture_layout(kFixtures / "gpt_oss", "4"); }
+
+// Experts in MXFP4: the layout of the fixture whose experts transformers' MXFP4 integration reads.
+TEST_F(MakeModel, GptOssMxfp4HasTheFixtureLayoutAndLoads) {
+  expect_fixture_layout(fs::path(FT_TEST_DATA) / "models_mxfp4" / "gpt_oss", "4", "--mxfp4-experts");
+  const nlohmann::json config = nlohmann::json::parse(read(dir_ / "a" / "config.json"));
+  EXPECT_EQ(config["quantization_config"]["quant_method"], "mxfp4");
+}
+
+TEST_F(MakeModel, Mxfp4ExpertsAreGptOssOnly) {
+  fs::copy_file(kFixture / "config.json", dir_ / "config.json");
+  auto r = test::run_ft("make-model --config " + test::shell_quote((dir_ / "config.json").string()) + " --out " +
+                        test::shell_quote((dir_ / "x").string()) + " --mxfp4-experts");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("GptOssForCausalLM only"), std::string::npos) << r.err;
+}
 
 TEST_F(MakeModel, Qwen35MoeMultimodalLayoutLoads) {
   // Qwen3_5MoeForConditionalGeneration keeps the text config under text_config and the text model under
