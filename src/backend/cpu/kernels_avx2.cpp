@@ -2,7 +2,6 @@
 #include <immintrin.h>
 
 #include "backend/cpu/kernels_body.h"
-#include "backend/cpu/simd_e2m1.h"
 
 namespace ft::cpu {
 namespace {
@@ -35,9 +34,18 @@ struct Avx2 {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
   }
-  static void e2m1_group(const uint8_t* codes, float scale, V* out) {
-    __m128i first, second;
-    twice_e2m1(codes, first, second);
+  // An MXFP4 group in its own order. Each code's value doubled is a small integer (0, 1, 2, 3, 4, 6, 8, 12 and their
+  // negatives), so one byte shuffle looks up 16 codes; the low and high nibbles are interleaved back into order.
+  static void mxfp4_x(const float* x, V* out) {
+    for (int i = 0; i < 4; ++i) out[i] = _mm256_loadu_ps(x + 8 * i);
+  }
+  static void mxfp4_weights(const uint8_t* codes, float scale, V* out) {
+    const __m128i twice = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
+    const __m128i low = _mm_shuffle_epi8(twice, _mm_and_si128(bytes, nibble));
+    const __m128i high = _mm_shuffle_epi8(twice, _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
+    const __m128i first = _mm_unpacklo_epi8(low, high), second = _mm_unpackhi_epi8(low, high);  // values 0-15, 16-31
     const V half_scale = _mm256_set1_ps(scale * 0.5f);
     const __m128i parts[4] = {first, _mm_srli_si128(first, 8), second, _mm_srli_si128(second, 8)};
     for (int i = 0; i < 4; ++i) out[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[i])), half_scale);

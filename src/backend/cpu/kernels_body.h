@@ -2,8 +2,9 @@
 //
 // S provides: V (a vector of S::kW floats), zero(), set1(f), load(const float*), load(const uint16_t*) (bf16
 // widened exactly by a 16-bit shift), store(float*, V), fma(a, b, c) = a * b + c, mul, add, div, exp (about
-// 1 ulp, may use exp_poly below), sum(V) (fp32), e2m1_group(codes, scale, V* out) (one MXFP4 group: its 16 code
-// bytes, low nibble first, as 32 / kW vectors of value times scale, exact),
+// 1 ulp, may use exp_poly below), sum(V) (fp32), mxfp4_weights(codes, scale, V* out) (one MXFP4 group: its 16
+// code bytes, low nibble first, as 32 / kW vectors of value times scale, exact, in an order of the level's choice) and
+// mxfp4_x(const float* x, V* out) (32 floats as vectors in that order),
 // and kHasBf16Store with store_bf16(uint16_t*, V) (round to nearest even) when the level narrows in vectors.
 // Include this header only from one .cpp per level, after defining S in an anonymous namespace. Everything here
 // has internal linkage so that no function compiled for one level is linked into another level's callers.
@@ -149,8 +150,9 @@ void dot_tile_fixed(const float* const* xs, const DenseRows<W>& rows, int64_t k,
     for (int j = 0; j < NW; ++j) out[i * kTileW + j] = S::sum(acc[i][j]);
 }
 
-// MXFP4 rows a group of 32 at a time: each row's group decoded once (S::e2m1_group), then against every x row. The
-// next tile's rows (NW rows of row_bytes, one block in a packed matrix) are prefetched in step, as above.
+// MXFP4 rows a group of 32 at a time: the group of each x row arranged once (S::mxfp4_x), each row's group decoded
+// once (S::mxfp4_weights) and taken against every x row. The next tile's rows (NW rows of row_bytes, one block in a
+// packed matrix) are prefetched in step, as above.
 template <class S, int NX, int NW>
 void dot_tile_fixed(const float* const* xs, const Mxfp4Rows& rows, int64_t k, float* out) {
   using V = typename S::V;
@@ -162,11 +164,14 @@ void dot_tile_fixed(const float* const* xs, const Mxfp4Rows& rows, int64_t k, fl
   for (int64_t g = 0; g < k / 32; ++g) {
     if (g % 4 == 0)
       for (int j = 0; j < NW; ++j) __builtin_prefetch(next + j * 64 + g * NW * 16);
+    V xv[NX][kVectors];
+    for (int i = 0; i < NX; ++i) S::mxfp4_x(xs[i] + g * 32, xv[i]);
     for (int j = 0; j < NW; ++j) {
       V wv[kVectors];
-      S::e2m1_group(rows.blocks + j * rows.row_bytes + g * 16, e8m0_scale(rows.scales[j * rows.scale_stride + g]), wv);
+      S::mxfp4_weights(rows.blocks + j * rows.row_bytes + g * 16, e8m0_scale(rows.scales[j * rows.scale_stride + g]),
+                       wv);
       for (int i = 0; i < NX; ++i)
-        for (int c = 0; c < kVectors; ++c) acc[i][j] = S::fma(S::load(xs[i] + g * 32 + c * S::kW), wv[c], acc[i][j]);
+        for (int c = 0; c < kVectors; ++c) acc[i][j] = S::fma(xv[i][c], wv[c], acc[i][j]);
     }
   }
   for (int i = 0; i < NX; ++i)

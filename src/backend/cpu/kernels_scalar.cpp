@@ -20,7 +20,10 @@ struct Scalar {
   static V add(V a, V b) { return a + b; }
   static V div(V a, V b) { return a / b; }
   static V exp(V x) { return std::exp(x); }
-  static void e2m1_group(const uint8_t* codes, float scale, V* out) {
+  static void mxfp4_x(const float* x, V* out) {
+    for (int i = 0; i < 32; ++i) out[i] = x[i];
+  }
+  static void mxfp4_weights(const uint8_t* codes, float scale, V* out) {
     static constexpr float kValue[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     for (int i = 0; i < 16; ++i) {
       out[2 * i] = kValue[codes[i] & 0x0f] * scale;

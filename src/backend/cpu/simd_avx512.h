@@ -9,8 +9,6 @@
 
 #include <cstdint>
 
-#include "backend/cpu/simd_e2m1.h"
-
 namespace ft::cpu {
 namespace {
 
@@ -42,12 +40,20 @@ struct Avx512Base {
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
     return _mm512_scalef_ps(exp_poly<Avx512Base>(r), n);
   }
-  static void e2m1_group(const uint8_t* codes, float scale, V* out) {
-    __m128i first, second;
-    twice_e2m1(codes, first, second);
-    const V half_scale = _mm512_set1_ps(scale * 0.5f);
-    out[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(first)), half_scale);
-    out[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(second)), half_scale);
+  // An MXFP4 group as its even elements (the low nibbles), then its odd ones (the high): each code's scaled value
+  // looked up by vpermps in a 16-entry table times the scale, whose index bits are the nibble (the low nibble needs no
+  // mask), and x permuted to match, once for every weight row of a tile.
+  static void mxfp4_x(const float* x, V* out) {
+    const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+    out[0] = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
+    out[1] = _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);
+  }
+  static void mxfp4_weights(const uint8_t* codes, float scale, V* out) {
+    const __m512 value = _mm512_setr_ps(0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6);
+    const __m512 table = _mm512_mul_ps(value, _mm512_set1_ps(scale));
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+    out[0] = _mm512_permutexvar_ps(bytes, table);
+    out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table);
   }
   static float sum(V v) { return _mm512_reduce_add_ps(v); }
 };
