@@ -96,6 +96,9 @@ struct MoeExpertParams {
   // (contiguous along their rows); undefined for other weights.
   Tensor gate_up_scales;
   Tensor down_scales;
+  // gate_up's rows, and its scales' and bias's, alternate gate and up (row 2i gate's row i, 2i + 1 up's: the order of
+  // gpt-oss's checkpoints, which a host backend then reads in place) instead of gate's rows, then up's.
+  bool gate_up_interleaved = false;
 };
 
 enum class RouterScoring { kSoftmax, kSigmoid };

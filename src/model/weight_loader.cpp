@@ -169,6 +169,8 @@ Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t 
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
     FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
+    if (experts_in_place(prefix))
+      return mxfp4_in_place(prefix + ".gate_up_proj", kMxfp4Blocks, DType::kF4E2M1, {n_expert, 2 * inter, d});
     FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
     return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d}, dtype);
   }
@@ -195,6 +197,8 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
     FT_RETURN_IF_ERROR(checked_fused(prefix + ".down_proj", {n_expert, inter, d}));
+    if (experts_in_place(prefix))
+      return mxfp4_in_place(prefix + ".down_proj", kMxfp4Blocks, DType::kF4E2M1, {n_expert, d, inter});
     FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
     return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter}, dtype);
   }
@@ -215,18 +219,37 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
 Result<Tensor> WeightLoader::experts_gate_up_scales(const std::string& prefix, int64_t n_expert, int64_t inter,
                                                     int64_t d) {
   FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
-  return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d / kMxfp4Group}, DType::kUE8M0);
+  const std::vector<int64_t> shape{n_expert, 2 * inter, d / kMxfp4Group};
+  if (experts_in_place(prefix)) return mxfp4_in_place(prefix + ".gate_up_proj", kMxfp4Scales, DType::kUE8M0, shape);
+  return assemble_fused(prefix + ".gate_up_proj", true, shape, DType::kUE8M0);
 }
 
 Result<Tensor> WeightLoader::experts_down_scales(const std::string& prefix, int64_t n_expert, int64_t d,
                                                  int64_t inter) {
   FT_RETURN_IF_ERROR(checked_fused(prefix + ".down_proj", {n_expert, inter, d}));
-  return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter / kMxfp4Group}, DType::kUE8M0);
+  const std::vector<int64_t> shape{n_expert, d, inter / kMxfp4Group};
+  if (experts_in_place(prefix)) return mxfp4_in_place(prefix + ".down_proj", kMxfp4Scales, DType::kUE8M0, shape);
+  return assemble_fused(prefix + ".down_proj", false, shape, DType::kUE8M0);
+}
+
+bool WeightLoader::experts_in_place(const std::string& prefix) const {
+  const auto dtype = expert_dtype(prefix);
+  return backend_.device().is_cpu() && dtype.ok() && *dtype == DType::kF4E2M1;
+}
+
+Result<Tensor> WeightLoader::mxfp4_in_place(const std::string& name, std::string_view suffix, DType dtype,
+                                            std::vector<int64_t> shape) {
+  const std::string part = name + std::string(suffix);
+  FT_ASSIGN_OR_RETURN(const Tensor stored, checkpoint_.tensor(part));  // u8, checked by checked_fused
+  done(part, stored.nbytes());
+  loaded_bytes_ += stored.nbytes();
+  return Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), stored.buffer, stored.offset);
 }
 
 Result<Tensor> WeightLoader::experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter) {
   if (!fused_experts(prefix)) return unsupported(prefix + ": expert biases need the fused expert tensors");
   FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}));
+  if (experts_in_place(prefix)) return get(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter});  // interleaved
   FT_ASSIGN_OR_RETURN(const DType dtype, expert_bias_dtype(prefix, info->dtype));
   return assemble_fused(prefix + ".gate_up_proj_bias", true, {n_expert, 2 * inter}, dtype);
 }

@@ -40,7 +40,8 @@ class WeightLoader {
   // from gpt-oss's fused `prefix.gate_up_proj` [n_expert, d, 2 * inter] (gate and up columns interleaved) and
   // `prefix.down_proj` [n_expert, inter, d], transposed, or from those two in MXFP4 (io/mxfp4.h: `_blocks` and
   // `_scales` of [n_expert, 2 * inter, d] with gate and up rows interleaved, and [n_expert, d, inter]), kept as MXFP4
-  // codes (f4_e2m1, their scales from experts_*_scales) where expert_dtype says so, else dequantized to bf16. With
+  // codes (f4_e2m1, their scales from experts_*_scales; read in place where experts_in_place says so) where
+  // expert_dtype says so, else dequantized to bf16. With
   // n_shared > 0 (per-expert tensors only), the dense MLP `shared`.{gate,up,down}_proj of n_shared * inter rows follows
   // as n_shared more experts, each its next inter rows of gate and up and columns of down (an MLP is the sum of those
   // slices' MLPs): [n_expert + n_shared, ...].
@@ -48,6 +49,10 @@ class WeightLoader {
                                  const std::string& shared = "", int64_t n_shared = 0);
   Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter,
                               const std::string& shared = "", int64_t n_shared = 0);
+  // Whether MXFP4 experts under `prefix` are read in place (kept as MXFP4 on a host backend: views of the checkpoint's
+  // own bytes, no copy); gate_up's rows, its scales' and its bias's then alternate gate and up as stored
+  // (MoeExpertParams::gate_up_interleaved).
+  bool experts_in_place(const std::string& prefix) const;
   // The scales of MXFP4 experts kept as such, ue8m0, their rows ordered as experts_gate_up and experts_down order
   // the weights': gate_up's [n_expert, 2 * inter, d / 32] and down's [n_expert, d, inter / 32].
   Result<Tensor> experts_gate_up_scales(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d);
@@ -112,6 +117,10 @@ class WeightLoader {
   // A fused expert tensor of `shape` [n_expert, R, C] as checked() checks it, or, stored in MXFP4, its _blocks and
   // _scales: present, u8, and holding the transpose [n_expert, C, R] (rows of C a multiple of 32).
   Status checked_fused(const std::string& name, const std::vector<int64_t>& shape);
+  // Part `suffix` of MXFP4 tensor `name` (io/mxfp4.h) in place, as `dtype` (f4_e2m1 codes or ue8m0 scales) of
+  // `shape`.
+  Result<Tensor> mxfp4_in_place(const std::string& name, std::string_view suffix, DType dtype,
+                                std::vector<int64_t> shape);
   // The checkpoint tensors that hold `name`: itself, or its MXFP4 _blocks and _scales.
   std::vector<std::string> stored_parts(const std::string& name) const;
   bool mxfp4_experts(const std::string& prefix) const {

@@ -72,6 +72,7 @@ struct ExpertCase {
   int64_t n, n_expert, k, d, inter;
   DType wd;              // f32, bf16, or f4_e2m1: MXFP4 experts (d and inter multiples of 32)
   bool gpt_oss = false;  // gpt-oss's experts: biases and the clamped SwiGLU
+  bool interleaved = false;  // gate and up rows alternating (MoeExpertParams::gate_up_interleaved)
 };
 
 struct ExpertProblem {
@@ -123,12 +124,14 @@ inline ExpertProblem make_expert_problem(const OpTable& ref, Stream& ref_stream,
     e.params.down_bias = make_tensor(bias_dtype, {c.n_expert, c.d});
     fill_normal(e.params.gate_up_bias, 115, 6.0), fill_normal(e.params.down_bias, 116, 1.0);
   }
+  e.params.gate_up_interleaved = c.interleaved;
   Tensor ws = make_tensor(DType::kU8, {static_cast<int64_t>(ref.moe_workspace_bytes(c.n, c.k, c.d, c.inter))});
   e.want = make_tensor(DType::kF64, {c.n, c.d});
   FT_CHECK(ref.moe_experts(e.x, e.ids, e.weights, e.gate_up, e.down, e.want, ws, e.params, ref_stream).ok());
   e.label = std::string("moe_experts x ") + dtype_name(act) + " n=" + std::to_string(c.n) +
             " E=" + std::to_string(c.n_expert) + " k=" + std::to_string(c.k) + " d=" + std::to_string(c.d) +
-            " inter=" + std::to_string(c.inter) + " " + dtype_name(c.wd) + (c.gpt_oss ? " gpt-oss" : "");
+            " inter=" + std::to_string(c.inter) + " " + dtype_name(c.wd) + (c.gpt_oss ? " gpt-oss" : "") +
+            (c.interleaved ? " interleaved" : "");
   return e;
 }
 

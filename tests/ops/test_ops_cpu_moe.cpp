@@ -45,6 +45,9 @@ TEST(OpsCpu, MoeExperts) {
       {33, 16, 4, 96, 64, DType::kF4E2M1},
       {5, 8, 4, 64, 96, DType::kF4E2M1, true},
       {2, 4, 2, 2880, 64, DType::kF4E2M1, true},
+      // gate and up rows alternating, as gpt-oss's checkpoints store them: MXFP4 read in place, and the plain SwiGLU.
+      {5, 8, 4, 64, 96, DType::kF4E2M1, true, true},
+      {33, 8, 2, 64, 32, DType::kBF16, false, true},
   };
   for (const ExpertCase& c : cases) {
     const ExpertProblem e = make_expert_problem(env.ref, env.ref_stream, c, DType::kF32);

@@ -1,7 +1,7 @@
 // moe_experts: the routed experts of a batch. The (token, slot) pairs are sorted by expert so that each
 // expert's tokens form one run; every run goes through gate_up as one GEMM (a GEMV for decode), the biases and the
-// activation, then down as a second GEMM (and its bias); the outputs are combined per token in fp32 with the router
-// weights.
+// activation (of gate and up rows in two halves, or alternating), then down as a second GEMM (and its bias); the
+// outputs are combined per token in fp32 with the router weights.
 // Work items are (run, L2-sized block of weight rows), handed out dynamically.
 #include <algorithm>
 
@@ -154,7 +154,9 @@ Status moe_experts(const Tensor& x,          // [n, d] f32
     for (int64_t q = n_skipped + q0; q < n_skipped + q1; ++q) {
       float* hq = ws.h + q * 2 * inter;
       add_bias(p.gate_up_bias, expert_at(q), hq, 2 * inter);
-      if (p.act.kind == ExpertActivation::kSwiglu) {
+      if (p.gate_up_interleaved) {  // in place, in order: h[i] is written after h[2i] and h[2i + 1] are read
+        for (int64_t i = 0; i < inter; ++i) hq[i] = expert_activation(p.act, hq[2 * i], hq[2 * i + 1]);
+      } else if (p.act.kind == ExpertActivation::kSwiglu) {
         kn.silu_mul(hq, hq + inter, hq, inter);
       } else {
         for (int64_t i = 0; i < inter; ++i) hq[i] = expert_activation(p.act, hq[i], hq[inter + i]);

@@ -155,6 +155,8 @@ Status moe_experts(const Tensor& x,          // [n, d] f32/bf16
   if (!is_fb(x.dtype) || !is_fb(out.dtype)) return dtype_error("moe_experts", "x/out", x);
   if (ids.dtype != DType::kI32 || weights.dtype != DType::kF32) return dtype_error("moe_experts", "ids/weights", ids);
   if (!is_fb(gate_up.dtype) || down.dtype != gate_up.dtype) return dtype_error("moe_experts", "expert weights", gate_up);
+  if (p.gate_up_interleaved || p.gate_up_scales.defined() || p.down_scales.defined())
+    return unsupported("moe_experts: cuda takes gate rows then up rows, without scales");
   if (x.ndim != 2 || out.ndim != 2 || ids.ndim != 2 || gate_up.ndim != 3 || down.ndim != 3 ||
       !gate_up.select(0, 0).is_contiguous() || !down.select(0, 0).is_contiguous())
     return shape_error("moe_experts", "x/out [n, d], ids [n, k], gate_up/down contiguous per expert expected");

@@ -121,13 +121,15 @@ Status moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, co
       if (e < 0 || e >= n_expert) return invalid_argument("moe_experts: expert id out of range");
       const double w = get(weights, t, j);
       for (int64_t i = 0; i < inter; ++i) {
+        const int64_t gate_row = p.gate_up_interleaved ? 2 * i : i,
+                      up_row = p.gate_up_interleaved ? 2 * i + 1 : inter + i;
         double g = 0, u = 0;
         for (int64_t c = 0; c < d; ++c) {
           const double xc = get(x, t, c);
-          g += weight_at(gate_up, p.gate_up_scales, e, i, c) * xc;
-          u += weight_at(gate_up, p.gate_up_scales, e, inter + i, c) * xc;
+          g += weight_at(gate_up, p.gate_up_scales, e, gate_row, c) * xc;
+          u += weight_at(gate_up, p.gate_up_scales, e, up_row, c) * xc;
         }
-        h[i] = activation(p.act, g + bias_at(p.gate_up_bias, e, i), u + bias_at(p.gate_up_bias, e, inter + i));
+        h[i] = activation(p.act, g + bias_at(p.gate_up_bias, e, gate_row), u + bias_at(p.gate_up_bias, e, up_row));
       }
       for (int64_t r = 0; r < d; ++r) {
         double y = bias_at(p.down_bias, e, r);
