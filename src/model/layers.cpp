@@ -121,7 +121,7 @@ Result<MoeBlock> MoeBlock::load(WeightLoader& w, const std::string& prefix, cons
     if (m.gate_up.dtype == DType::kF4E2M1) {
       FT_ASSIGN_OR_RETURN(m.expert.gate_up_scales, w.experts_gate_up_scales(prefix + ".experts", e, inter, d));
       FT_ASSIGN_OR_RETURN(m.expert.down_scales, w.experts_down_scales(prefix + ".experts", e, d, inter));
-      m.expert.gate_up_interleaved = w.experts_in_place(prefix + ".experts");
+      m.expert.gate_up_interleaved = true;  // as stored
     }
     if (w.experts_have_biases(prefix + ".experts")) {
       FT_ASSIGN_OR_RETURN(m.expert.gate_up_bias, w.experts_gate_up_bias(prefix + ".experts", e, inter));

@@ -169,9 +169,9 @@ Result<Tensor> WeightLoader::experts_gate_up(const std::string& prefix, int64_t 
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
     FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
-    if (experts_in_place(prefix))
-      return mxfp4_in_place(prefix + ".gate_up_proj", kMxfp4Blocks, DType::kF4E2M1, {n_expert, 2 * inter, d});
     FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+    if (dtype == DType::kF4E2M1)
+      return mxfp4_as_stored(prefix + ".gate_up_proj", kMxfp4Blocks, dtype, {n_expert, 2 * inter, d});
     return assemble_fused(prefix + ".gate_up_proj", true, {n_expert, 2 * inter, d}, dtype);
   }
   std::vector<Block> blocks;
@@ -197,9 +197,9 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
   if (fused_experts(prefix)) {
     if (n_shared > 0) return unsupported(prefix + ": shared experts cannot ride with fused experts");
     FT_RETURN_IF_ERROR(checked_fused(prefix + ".down_proj", {n_expert, inter, d}));
-    if (experts_in_place(prefix))
-      return mxfp4_in_place(prefix + ".down_proj", kMxfp4Blocks, DType::kF4E2M1, {n_expert, d, inter});
     FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+    if (dtype == DType::kF4E2M1)
+      return mxfp4_as_stored(prefix + ".down_proj", kMxfp4Blocks, dtype, {n_expert, d, inter});
     return assemble_fused(prefix + ".down_proj", false, {n_expert, d, inter}, dtype);
   }
   std::vector<Block> blocks;
@@ -219,28 +219,21 @@ Result<Tensor> WeightLoader::experts_down(const std::string& prefix, int64_t n_e
 Result<Tensor> WeightLoader::experts_gate_up_scales(const std::string& prefix, int64_t n_expert, int64_t inter,
                                                     int64_t d) {
   FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
-  const std::vector<int64_t> shape{n_expert, 2 * inter, d / kMxfp4Group};
-  if (experts_in_place(prefix)) return mxfp4_in_place(prefix + ".gate_up_proj", kMxfp4Scales, DType::kUE8M0, shape);
-  return assemble_fused(prefix + ".gate_up_proj", true, shape, DType::kUE8M0);
+  return mxfp4_as_stored(prefix + ".gate_up_proj", kMxfp4Scales, DType::kUE8M0, {n_expert, 2 * inter, d / kMxfp4Group});
 }
 
 Result<Tensor> WeightLoader::experts_down_scales(const std::string& prefix, int64_t n_expert, int64_t d,
                                                  int64_t inter) {
   FT_RETURN_IF_ERROR(checked_fused(prefix + ".down_proj", {n_expert, inter, d}));
-  const std::vector<int64_t> shape{n_expert, d, inter / kMxfp4Group};
-  if (experts_in_place(prefix)) return mxfp4_in_place(prefix + ".down_proj", kMxfp4Scales, DType::kUE8M0, shape);
-  return assemble_fused(prefix + ".down_proj", false, shape, DType::kUE8M0);
+  return mxfp4_as_stored(prefix + ".down_proj", kMxfp4Scales, DType::kUE8M0, {n_expert, d, inter / kMxfp4Group});
 }
 
-bool WeightLoader::experts_in_place(const std::string& prefix) const {
-  const auto dtype = expert_dtype(prefix);
-  return backend_.device().is_cpu() && dtype.ok() && *dtype == DType::kF4E2M1;
-}
-
-Result<Tensor> WeightLoader::mxfp4_in_place(const std::string& name, std::string_view suffix, DType dtype,
-                                            std::vector<int64_t> shape) {
+Result<Tensor> WeightLoader::mxfp4_as_stored(const std::string& name, std::string_view suffix, DType dtype,
+                                             std::vector<int64_t> shape) {
   const std::string part = name + std::string(suffix);
-  FT_ASSIGN_OR_RETURN(const Tensor stored, checkpoint_.tensor(part));  // u8, checked by checked_fused
+  if (!has(part) || !backend_.device().is_cpu())
+    return unsupported(part + ": MXFP4 experts are kept as stored on a host backend only");
+  FT_ASSIGN_OR_RETURN(const Tensor stored, checkpoint_.tensor(part));
   done(part, stored.nbytes());
   loaded_bytes_ += stored.nbytes();
   return Tensor::make(dtype, shape.data(), static_cast<int>(shape.size()), stored.buffer, stored.offset);
@@ -248,21 +241,17 @@ Result<Tensor> WeightLoader::mxfp4_in_place(const std::string& name, std::string
 
 Result<Tensor> WeightLoader::experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter) {
   if (!fused_experts(prefix)) return unsupported(prefix + ": expert biases need the fused expert tensors");
-  FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}));
-  if (experts_in_place(prefix)) return get(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter});  // interleaved
-  FT_ASSIGN_OR_RETURN(const DType dtype, expert_bias_dtype(prefix, info->dtype));
+  FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
+  if (dtype == DType::kF4E2M1) return get(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter});  // as stored
+  FT_RETURN_IF_ERROR(checked(prefix + ".gate_up_proj_bias", {n_expert, 2 * inter}).status());
   return assemble_fused(prefix + ".gate_up_proj_bias", true, {n_expert, 2 * inter}, dtype);
 }
 
 Result<Tensor> WeightLoader::experts_down_bias(const std::string& prefix, int64_t n_expert, int64_t d) {
-  FT_ASSIGN_OR_RETURN(const TensorInfo* info, checked(prefix + ".down_proj_bias", {n_expert, d}));
-  FT_ASSIGN_OR_RETURN(const DType dtype, expert_bias_dtype(prefix, info->dtype));
-  return assemble({prefix + ".down_proj_bias"}, {n_expert, d}, dtype);
-}
-
-Result<DType> WeightLoader::expert_bias_dtype(const std::string& prefix, DType stored) const {
   FT_ASSIGN_OR_RETURN(const DType dtype, expert_dtype(prefix));
-  return dtype == DType::kF4E2M1 ? target_dtype(stored) : dtype;
+  if (dtype == DType::kF4E2M1) return get(prefix + ".down_proj_bias", {n_expert, d});
+  FT_RETURN_IF_ERROR(checked(prefix + ".down_proj_bias", {n_expert, d}).status());
+  return assemble({prefix + ".down_proj_bias"}, {n_expert, d}, dtype);
 }
 
 size_t WeightLoader::copy_expert_columns(const std::string& name, int64_t e, bool deinterleave, DType dtype,
@@ -285,19 +274,13 @@ size_t WeightLoader::copy_expert_rows_mxfp4(const std::string& name, int64_t e, 
   const size_t C = groups * kMxfp4Group, row_bytes = groups * kMxfp4GroupBytes;
   const uint8_t* b = bf->tensor_data(*blocks) + static_cast<size_t>(e) * R * row_bytes;
   const uint8_t* s = sf->tensor_data(*scales) + static_cast<size_t>(e) * R * groups;
-  std::vector<float> row(dtype == DType::kF4E2M1 || dtype == DType::kUE8M0 ? 0 : C);
+  std::vector<float> row(C);
   for (size_t j = 0; j < R; ++j) {
     const size_t from = deinterleave ? deinterleaved(j, R) : j;
-    if (dtype == DType::kF4E2M1) {
-      std::memcpy(dst + dtype_bytes(dtype, at + j * C), b + from * row_bytes, row_bytes);
-    } else if (dtype == DType::kUE8M0) {
-      std::memcpy(dst + at + j * groups, s + from * groups, groups);
-    } else {
-      dequantize_mxfp4_row(b + from * row_bytes, s + from * groups, static_cast<int64_t>(groups), row.data());
-      convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst, at + j * C, C);
-    }
+    dequantize_mxfp4_row(b + from * row_bytes, s + from * groups, static_cast<int64_t>(groups), row.data());
+    convert_elements(DType::kF32, reinterpret_cast<const unsigned char*>(row.data()), 0, dtype, dst, at + j * C, C);
   }
-  return R * (dtype == DType::kUE8M0 ? groups : C);
+  return R * C;
 }
 
 size_t WeightLoader::copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
@@ -354,7 +337,8 @@ size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst,
 
 Result<DType> WeightLoader::expert_dtype(const std::string& prefix, bool in_store) const {
   if (mxfp4_experts(prefix)) {
-    if (!in_store && backend_.ops().supports(Op::kMoeExperts, act_dtype_, DType::kF4E2M1)) return DType::kF4E2M1;
+    if (!in_store && backend_.device().is_cpu() && backend_.ops().supports(Op::kMoeExperts, act_dtype_, DType::kF4E2M1))
+      return DType::kF4E2M1;
     return target_dtype(DType::kBF16);  // its values are exact in bf16
   }
   const std::string name = fused_experts(prefix) ? prefix + ".gate_up_proj" : prefix + ".0.gate_proj.weight";

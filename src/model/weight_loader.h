@@ -39,34 +39,30 @@ class WeightLoader {
   // then up rows) and down [n_expert, d, inter]. From per-expert `prefix.E.{gate,up,down}_proj.weight` tensors, or
   // from gpt-oss's fused `prefix.gate_up_proj` [n_expert, d, 2 * inter] (gate and up columns interleaved) and
   // `prefix.down_proj` [n_expert, inter, d], transposed, or from those two in MXFP4 (io/mxfp4.h: `_blocks` and
-  // `_scales` of [n_expert, 2 * inter, d] with gate and up rows interleaved, and [n_expert, d, inter]), kept as MXFP4
-  // codes (f4_e2m1, their scales from experts_*_scales; read in place where experts_in_place says so) where
-  // expert_dtype says so, else dequantized to bf16. With
-  // n_shared > 0 (per-expert tensors only), the dense MLP `shared`.{gate,up,down}_proj of n_shared * inter rows follows
-  // as n_shared more experts, each its next inter rows of gate and up and columns of down (an MLP is the sum of those
-  // slices' MLPs): [n_expert + n_shared, ...].
+  // `_scales` of [n_expert, 2 * inter, d] with gate and up rows interleaved, and [n_expert, d, inter]): where
+  // expert_dtype says so, kept as stored, views of the checkpoint's MXFP4 codes (f4_e2m1) whose gate and up rows
+  // alternate (MoeExpertParams::gate_up_interleaved), their scales from experts_*_scales; else dequantized to bf16.
+  // With n_shared > 0 (per-expert tensors only), the dense MLP `shared`.{gate,up,down}_proj of n_shared * inter rows
+  // follows as n_shared more experts, each its next inter rows of gate and up and columns of down (an MLP is the sum of
+  // those slices' MLPs): [n_expert + n_shared, ...].
   Result<Tensor> experts_gate_up(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d,
                                  const std::string& shared = "", int64_t n_shared = 0);
   Result<Tensor> experts_down(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter,
                               const std::string& shared = "", int64_t n_shared = 0);
-  // Whether MXFP4 experts under `prefix` are read in place (kept as MXFP4 on a host backend: views of the checkpoint's
-  // own bytes, no copy); gate_up's rows, its scales' and its bias's then alternate gate and up as stored
-  // (MoeExpertParams::gate_up_interleaved).
-  bool experts_in_place(const std::string& prefix) const;
-  // The scales of MXFP4 experts kept as such, ue8m0, their rows ordered as experts_gate_up and experts_down order
-  // the weights': gate_up's [n_expert, 2 * inter, d / 32] and down's [n_expert, d, inter / 32].
+  // The scales of MXFP4 experts kept as such, ue8m0, views of the checkpoint's: gate_up's [n_expert, 2 * inter, d / 32]
+  // (gate and up rows alternating) and down's [n_expert, d, inter / 32].
   Result<Tensor> experts_gate_up_scales(const std::string& prefix, int64_t n_expert, int64_t inter, int64_t d);
   Result<Tensor> experts_down_scales(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter);
   // Whether the experts under `prefix` have biases (gpt-oss's `prefix.gate_up_proj_bias` [n_expert, 2 * inter],
-  // interleaved as its weights, and `prefix.down_proj_bias` [n_expert, d]), and those biases in the experts' dtype
-  // (beside MXFP4 experts, their own, as target_dtype picks it): gate_up's [n_expert, 2 * inter] (gate's, then up's)
-  // and down's [n_expert, d].
+  // interleaved as its weights, and `prefix.down_proj_bias` [n_expert, d]), and those biases in the experts' dtype:
+  // gate_up's [n_expert, 2 * inter] (gate's, then up's) and down's [n_expert, d]; beside MXFP4 experts kept as such,
+  // in their own dtype as target_dtype picks it, gate_up's as stored (gate and up alternating).
   bool experts_have_biases(const std::string& prefix) const { return has(prefix + ".gate_up_proj_bias"); }
   Result<Tensor> experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter);
   Result<Tensor> experts_down_bias(const std::string& prefix, int64_t n_expert, int64_t d);
   // The dtype experts under `prefix` are kept in on the backend, as target_dtype picks it, MXFP4 ones staying MXFP4
-  // (f4_e2m1) where the backend's moe_experts takes them; or with `in_store`, in a host expert store, whose records
-  // hold no scales (MXFP4 experts dequantized).
+  // (f4_e2m1) on a host backend whose moe_experts takes them; or with `in_store`, in a host expert store, whose
+  // records hold no scales (MXFP4 experts dequantized).
   Result<DType> expert_dtype(const std::string& prefix, bool in_store = false) const;
   // The same experts (and their biases, where the store's shape has them) into the records of moe layer `moe_layer`
   // of a host expert store (converted to its dtype), read by several threads at once.
@@ -80,8 +76,6 @@ class WeightLoader {
  private:
   Result<const TensorInfo*> checked(const std::string& name, const std::vector<int64_t>& shape);
   DType target_dtype(DType stored) const;
-  // The dtype of expert biases stored as `stored`: the experts' (expert_dtype), or beside MXFP4 experts their own.
-  Result<DType> expert_bias_dtype(const std::string& prefix, DType stored) const;
   // Rows [row0, row0 + rows) and columns [col0, col0 + cols) of a checkpoint tensor (rows < 0: all of it).
   struct Block {
     std::string name;
@@ -91,8 +85,8 @@ class WeightLoader {
   Result<Tensor> assemble(const std::vector<std::string>& names, std::vector<int64_t> shape, DType dtype);
   Result<Tensor> assemble(const std::vector<Block>& blocks, std::vector<int64_t> shape, DType dtype);
   // Every expert of a fused [n_expert, R, C] (or [n_expert, C]: R = 1) tensor, transposed by copy_expert_columns, as
-  // one new tensor [n_expert, C, R] (the 2-d form: [n_expert, C]); of an MXFP4 one, its rows (copy_expert_rows_mxfp4)
-  // into [n_expert, R, C] of its dequantized shape, or its scales into [n_expert, R, C / 32].
+  // one new tensor [n_expert, C, R] (the 2-d form: [n_expert, C]); of an MXFP4 one, its rows dequantized
+  // (copy_expert_rows_mxfp4) into [n_expert, R, C] of its dequantized shape.
   Result<Tensor> assemble_fused(const std::string& name, bool deinterleave, std::vector<int64_t> shape, DType dtype);
   // A host tensor placed on the backend (itself on a host backend).
   Result<Tensor> place(std::shared_ptr<Buffer> host, const std::vector<int64_t>& shape, DType dtype);
@@ -107,8 +101,7 @@ class WeightLoader {
   size_t copy_expert_columns(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
                              size_t at) const;
   // Expert e of an MXFP4 tensor `name` (its _blocks and _scales, [n_expert, R, C] dequantized) as R rows of C, row j
-  // being row j, or with `deinterleave` row 2j for j < R / 2 and 2 (j - R / 2) + 1 after; as dtype f4_e2m1, the
-  // rows' codes as they are, and as ue8m0, their scales (R rows of C / 32).
+  // being row j, or with `deinterleave` row 2j for j < R / 2 and 2 (j - R / 2) + 1 after.
   size_t copy_expert_rows_mxfp4(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
                                 size_t at) const;
   // Expert e of fused tensor `name`, stored plainly (copy_expert_columns) or in MXFP4 (copy_expert_rows_mxfp4).
@@ -117,10 +110,10 @@ class WeightLoader {
   // A fused expert tensor of `shape` [n_expert, R, C] as checked() checks it, or, stored in MXFP4, its _blocks and
   // _scales: present, u8, and holding the transpose [n_expert, C, R] (rows of C a multiple of 32).
   Status checked_fused(const std::string& name, const std::vector<int64_t>& shape);
-  // Part `suffix` of MXFP4 tensor `name` (io/mxfp4.h) in place, as `dtype` (f4_e2m1 codes or ue8m0 scales) of
-  // `shape`.
-  Result<Tensor> mxfp4_in_place(const std::string& name, std::string_view suffix, DType dtype,
-                                std::vector<int64_t> shape);
+  // Part `suffix` of MXFP4 tensor `name` (io/mxfp4.h) as stored, a view of the checkpoint as `dtype` (f4_e2m1 codes
+  // or ue8m0 scales) of `shape`; checked by checked_fused.
+  Result<Tensor> mxfp4_as_stored(const std::string& name, std::string_view suffix, DType dtype,
+                                 std::vector<int64_t> shape);
   // The checkpoint tensors that hold `name`: itself, or its MXFP4 _blocks and _scales.
   std::vector<std::string> stored_parts(const std::string& name) const;
   bool mxfp4_experts(const std::string& prefix) const {
