@@ -313,10 +313,8 @@ Status bench_decode(const Args& a) {
     dec.advance();
   }
 
-  // As the loader keeps them (WeightLoader::expert_dtype): MXFP4 on a host backend whose moe_experts takes it, outside
-  // a host expert store.
-  const bool mxfp4_kept =
-      !model->expert_store() && be.device().is_cpu() && be.ops().supports(Op::kMoeExperts, o.act_dtype, DType::kF4E2M1);
+  // As the loader keeps them (WeightLoader::expert_dtype): MXFP4 on a host backend whose moe_experts takes it.
+  const bool mxfp4_kept = be.device().is_cpu() && be.ops().supports(Op::kMoeExperts, o.act_dtype, DType::kF4E2M1);
   const double step_bytes = weight_bytes_per_step(ckpt, config, batch, mxfp4_kept);
   const double best_s = graph_s > 0 ? graph_s : eager_s;
   const double steps_per_s = static_cast<double>(tokens) / best_s;

@@ -335,9 +335,9 @@ size_t WeightLoader::copy_block(const Block& b, DType dtype, unsigned char* dst,
   return static_cast<size_t>(b.rows) * cols;
 }
 
-Result<DType> WeightLoader::expert_dtype(const std::string& prefix, bool in_store) const {
+Result<DType> WeightLoader::expert_dtype(const std::string& prefix) const {
   if (mxfp4_experts(prefix)) {
-    if (!in_store && backend_.device().is_cpu() && backend_.ops().supports(Op::kMoeExperts, act_dtype_, DType::kF4E2M1))
+    if (backend_.device().is_cpu() && backend_.ops().supports(Op::kMoeExperts, act_dtype_, DType::kF4E2M1))
       return DType::kF4E2M1;
     return target_dtype(DType::kBF16);  // its values are exact in bf16
   }
@@ -347,12 +347,57 @@ Result<DType> WeightLoader::expert_dtype(const std::string& prefix, bool in_stor
   return target_dtype(info->dtype);
 }
 
+Result<DType> WeightLoader::expert_bias_dtype(const std::string& prefix) const {
+  const TensorInfo* info = checkpoint_.find(prefix + ".gate_up_proj_bias");
+  if (!info)
+    return not_found(checkpoint_.dir() + ": tensor '" + prefix + ".gate_up_proj_bias' not found in the checkpoint");
+  return target_dtype(info->dtype);
+}
+
+Status WeightLoader::mxfp4_experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer) {
+  const ExpertShape& sh = store.shape();
+  const ExpertShape::Layout l = sh.layout();
+  const std::string gate_up = prefix + ".gate_up_proj", down = prefix + ".down_proj";
+  FT_RETURN_IF_ERROR(checked_fused(gate_up, {sh.n_expert, sh.d, 2 * sh.inter}));
+  FT_RETURN_IF_ERROR(checked_fused(down, {sh.n_expert, sh.inter, sh.d}));
+  if (!mxfp4_experts(prefix))
+    return corrupt_file(checkpoint_.dir() + ": the experts under '" + prefix +
+                        "' are not MXFP4 as the first MoE layer's");
+  std::vector<std::string> biases;
+  if (sh.biases) {
+    biases = {gate_up + "_bias", down + "_bias"};
+    FT_RETURN_IF_ERROR(checked(biases[0], {sh.n_expert, 2 * sh.inter}).status());
+    FT_RETURN_IF_ERROR(checked(biases[1], {sh.n_expert, sh.d}).status());
+  }
+  // Each record as the checkpoint stores the expert: codes, then scales, each contiguous per expert.
+  const std::pair<std::string, size_t> parts[] = {{blocks_of(gate_up), l.gate_up},
+                                                  {blocks_of(down), l.down},
+                                                  {scales_of(gate_up), l.gate_up_scales},
+                                                  {scales_of(down), l.down_scales}};
+  for_each_expert_in_parallel(sh.n_expert, [&](int64_t e) {
+    auto* dst = static_cast<unsigned char*>(store.record(moe_layer, e));
+    for (const auto& [name, at] : parts) {
+      const SafetensorsFile* file = nullptr;
+      const TensorInfo* info = checkpoint_.find(name, &file);
+      const size_t bytes = info->nbytes / static_cast<size_t>(sh.n_expert);
+      std::memcpy(dst + at, file->tensor_data(*info) + static_cast<size_t>(e) * bytes, bytes);
+    }
+    const size_t elem = dtype_bytes(sh.bias_dtype, 1);
+    for (size_t i = 0; i < biases.size(); ++i)
+      copy_expert_columns(biases[i], e, false, sh.bias_dtype, dst, (i == 0 ? l.gate_up_bias : l.down_bias) / elem);
+  });
+  for (const auto& [name, at] : parts) done(name, checkpoint_.find(name)->nbytes);
+  for (const auto& name : biases) done(name, checkpoint_.find(name)->nbytes);
+  return ok_status();
+}
+
 Status WeightLoader::experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer) {
   const ExpertShape& sh = store.shape();
   const bool fused = fused_experts(prefix);
   if (sh.biases != experts_have_biases(prefix))
     return corrupt_file(checkpoint_.dir() + ": the experts under '" + prefix +
                         "' differ from the first MoE layer's in having biases");
+  if (sh.dtype == DType::kF4E2M1) return mxfp4_experts_to_store(prefix, store, moe_layer);
   std::vector<std::string> names;  // fused: gate_up, down (and their biases); else per expert: gate, up, down
   if (fused) {
     std::vector<std::pair<std::string, std::vector<int64_t>>> parts = {

@@ -60,12 +60,14 @@ class WeightLoader {
   bool experts_have_biases(const std::string& prefix) const { return has(prefix + ".gate_up_proj_bias"); }
   Result<Tensor> experts_gate_up_bias(const std::string& prefix, int64_t n_expert, int64_t inter);
   Result<Tensor> experts_down_bias(const std::string& prefix, int64_t n_expert, int64_t d);
-  // The dtype experts under `prefix` are kept in on the backend, as target_dtype picks it, MXFP4 ones staying MXFP4
-  // (f4_e2m1) on a host backend whose moe_experts takes them; or with `in_store`, in a host expert store, whose
-  // records hold no scales (MXFP4 experts dequantized).
-  Result<DType> expert_dtype(const std::string& prefix, bool in_store = false) const;
+  // The dtype experts under `prefix` are kept in, on the backend or in a host expert store, as target_dtype picks it,
+  // MXFP4 ones staying MXFP4 (f4_e2m1) on a host backend whose moe_experts takes them (a store's experts are computed
+  // by that backend, and by the cpu backend's on the host); and the dtype of MXFP4 experts' biases (as
+  // experts_gate_up_bias keeps them).
+  Result<DType> expert_dtype(const std::string& prefix) const;
+  Result<DType> expert_bias_dtype(const std::string& prefix) const;
   // The same experts (and their biases, where the store's shape has them) into the records of moe layer `moe_layer`
-  // of a host expert store (converted to its dtype), read by several threads at once.
+  // of a host expert store (converted to its dtype; MXFP4 ones copied as stored), read by several threads at once.
   Status experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer);
   // Bytes placed on the backend, as placed (converted, dequantized): what the memory plan counts; the expert store is
   // host memory.
@@ -107,6 +109,8 @@ class WeightLoader {
   // Expert e of fused tensor `name`, stored plainly (copy_expert_columns) or in MXFP4 (copy_expert_rows_mxfp4).
   size_t copy_expert(const std::string& name, int64_t e, bool deinterleave, DType dtype, unsigned char* dst,
                      size_t at) const;
+  // experts_to_store for MXFP4 experts kept as such: each expert's stored codes, scales and biases into its record.
+  Status mxfp4_experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer);
   // A fused expert tensor of `shape` [n_expert, R, C] as checked() checks it, or, stored in MXFP4, its _blocks and
   // _scales: present, u8, and holding the transpose [n_expert, C, R] (rows of C a multiple of 32).
   Status checked_fused(const std::string& name, const std::vector<int64_t>& shape);

@@ -83,8 +83,7 @@ Result<double> measure_cpu_experts(const ExpertShape& shape, int64_t k, int64_t 
   FT_ASSIGN_OR_RETURN(Tensor ws, Tensor::host(DType::kU8, {static_cast<int64_t>(cpu->ops().moe_workspace_bytes(1, k, shape.d, shape.inter))}));
   for (int64_t i = 0; i < shape.d; ++i) x.ptr<float>()[i] = 0.01f * static_cast<float>(i % 7);
   for (int64_t j = 0; j < k; ++j) w.ptr<float>()[j] = 1.0f / static_cast<float>(k);
-  const double bytes = static_cast<double>(k) * static_cast<double>(3 * shape.inter * shape.d) *
-                       static_cast<double>(dtype_bytes(shape.dtype, 1));
+  const double bytes = static_cast<double>(k) * static_cast<double>(shape.weight_bytes());
   const int reps = 40;
   return timed_gbps(*cpu, bytes, reps, [&](int rep) {
     for (int64_t j = 0; j < k; ++j) ids.ptr<int32_t>()[j] = static_cast<int32_t>((rep * k + j) % n_records);

@@ -33,8 +33,7 @@ bool has_cpu_side(const ExpertCacheOptions& o) { return o.backend == MoeBackend:
 }  // namespace
 
 uint64_t ExpertCache::slot_bytes(const ExpertShape& s) {
-  const uint64_t weights = dtype_bytes(s.dtype, static_cast<size_t>(s.record_elements()));
-  return (weights + ExpertStore::kRecordAlign - 1) / ExpertStore::kRecordAlign * ExpertStore::kRecordAlign + 12;
+  return (s.layout().end + ExpertStore::kRecordAlign - 1) / ExpertStore::kRecordAlign * ExpertStore::kRecordAlign + 12;
 }
 
 uint64_t ExpertCache::fixed_bytes(const ExpertShape& s, const ExpertCacheOptions& o) {

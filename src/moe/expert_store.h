@@ -1,6 +1,8 @@
 // ExpertStore: every routed expert of every MoE layer in host RAM, one aligned record per expert so that a miss
 // is one copy: gate rows then up rows (the fused gate_up [2 inter, d]), then down [d, inter], then, for experts with
-// biases, gate_up's [2 inter] and down's [d], all in the weight dtype.
+// biases, gate_up's [2 inter] and down's [d], all in the weight dtype. MXFP4 experts (f4_e2m1) are kept as the
+// checkpoint stores them: gate and up rows alternating, then down, then their ue8m0 scales (a group of 32 along each
+// row), then the biases in their own dtype.
 // Records are layer-major (key = moe_layer * n_expert + expert), so one layer's experts are one contiguous range.
 #pragma once
 
@@ -18,8 +20,13 @@ struct ExpertShape {
   DType dtype = DType::kBF16;
   bool biases = false;
   ExpertActivation act;
+  DType bias_dtype = DType::kBF16;  // MXFP4 experts' biases; other experts' are in dtype
 
-  int64_t record_elements() const { return 3 * inter * d + (biases ? 2 * inter + d : 0); }
+  struct Layout {  // byte offsets of a record's parts (the scales' are the down weights' end but for MXFP4)
+    size_t gate_up, down, gate_up_scales, down_scales, gate_up_bias, down_bias, end;
+  };
+  Layout layout() const;
+  size_t weight_bytes() const { return layout().gate_up_bias; }  // what a token's expert reads but its biases
 };
 
 class ExpertStore {
@@ -55,8 +62,9 @@ class ExpertStore {
 
  private:
   ExpertStore(const ExpertShape& shape, size_t record_bytes, std::shared_ptr<Buffer> host);
-  Tensor view(const Tensor& recs, int64_t first, int64_t n, int64_t part_offset, int64_t rows, int64_t cols) const;
-  Tensor bias_view(const Tensor& recs, int64_t first, int64_t n, int64_t part_offset, int64_t len) const;
+  // [n, rows, cols] of `dtype` at byte `offset` of each record
+  Tensor view(const Tensor& recs, int64_t first, int64_t n, DType dtype, size_t offset, int64_t rows,
+              int64_t cols) const;
 
   ExpertShape shape_;
   size_t record_bytes_;

@@ -16,6 +16,7 @@
 #include "engine/model_session.h"
 #include "engine/sequence_runner.h"
 #include "fixture_reference.h"
+#include "io/safetensors_archive.h"
 
 namespace ft {
 namespace {
@@ -114,17 +115,52 @@ std::string bitwise_name(const testing::TestParamInfo<BitwiseCase>& info) {
 
 // Not DeepSeek-V3: with every expert resident its shared experts ride with the routed ones (MoeBlock::n_folded), in
 // a host expert store they stay a dense MLP, so the sums differ in order; OffloadF32 holds its offload to the reference.
-INSTANTIATE_TEST_SUITE_P(
-    Fixtures, OffloadBitwise,
-    testing::Values(BitwiseCase{"models/qwen3_moe", "cpu", DType::kF32},
-                    BitwiseCase{"models/qwen3_5_moe", "cpu", DType::kF32},
-                    BitwiseCase{"models_alt/qwen3_moe", "cpu", DType::kF32},
-                    BitwiseCase{"models/qwen3_moe", "cuda", DType::kF32},
-                    BitwiseCase{"models/qwen3_moe", "cuda", DType::kBF16},
-                    BitwiseCase{"models/qwen3_5_moe", "cuda", DType::kBF16},
-                    BitwiseCase{"models_alt/qwen3_moe", "cuda", DType::kBF16},
-                    BitwiseCase{"models_alt/qwen3_5_moe", "cuda", DType::kBF16}),
-    bitwise_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, OffloadBitwise,
+                         testing::Values(BitwiseCase{"models/qwen3_moe", "cpu", DType::kF32},
+                                         BitwiseCase{"models/qwen3_5_moe", "cpu", DType::kF32},
+                                         BitwiseCase{"models_alt/qwen3_moe", "cpu", DType::kF32},
+                                         BitwiseCase{"models/qwen3_moe", "cuda", DType::kF32},
+                                         BitwiseCase{"models/qwen3_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models/qwen3_5_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models_alt/qwen3_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models_alt/qwen3_5_moe", "cuda", DType::kBF16},
+                                         BitwiseCase{"models_mxfp4/gpt_oss", "cpu", DType::kF32},
+                                         BitwiseCase{"models_mxfp4/gpt_oss", "cuda", DType::kF32},
+                                         BitwiseCase{"models_mxfp4/gpt_oss", "cuda", DType::kBF16}),
+                         bitwise_name);
+
+// MXFP4 experts stay MXFP4 in the host store: each record holds the checkpoint's bytes of the expert (codes with gate
+// and up rows alternating, then scales) and its biases, so a record is about a quarter of a bf16 one.
+TEST(OffloadMxfp4, RecordsHoldTheStoredExperts) {
+  const std::string dir = std::string(FT_TEST_DATA) + "/models_mxfp4/gpt_oss";
+  auto s = open({"models_mxfp4/gpt_oss", "cpu", DType::kF32, MoeBackend::kOffload});
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const ExpertStore* store = s->model->expert_store();
+  ASSERT_NE(store, nullptr);
+  const ExpertShape& sh = store->shape();
+  ASSERT_EQ(sh.dtype, DType::kF4E2M1);
+  ASSERT_TRUE(sh.biases);
+  // gpt-oss's fixture: d 64, inter 32; codes 3 d inter / 2 bytes, scales 3 d inter / 32, bf16 biases 2 inter + d.
+  ASSERT_EQ(sh.d, 64);
+  ASSERT_EQ(sh.inter, 32);
+  EXPECT_EQ(store->record_bytes(), size_t{3584});  // 3072 + 192 + 256 bytes, in records of 256; bf16's: 12544
+  auto archive = SafetensorsArchive::open_dir(dir);
+  ASSERT_TRUE(archive.ok()) << archive.status().to_string();
+  const size_t offsets[] = {0, 2048, 3072, 3200, 3264, 3392};  // gate_up, down, their scales, their biases
+  const char* parts[] = {"gate_up_proj_blocks", "down_proj_blocks",  "gate_up_proj_scales",
+                         "down_proj_scales",    "gate_up_proj_bias", "down_proj_bias"};
+  for (int64_t layer = 0; layer < sh.n_layers; ++layer)
+    for (int64_t e = 0; e < sh.n_expert; ++e)
+      for (int i = 0; i < 6; ++i) {
+        const std::string name = "model.layers." + std::to_string(layer) + ".mlp.experts." + parts[i];
+        auto stored = archive->tensor(name);
+        ASSERT_TRUE(stored.ok()) << name;
+        const size_t bytes = stored->nbytes() / static_cast<size_t>(sh.n_expert);
+        const auto* want = static_cast<const unsigned char*>(stored->data()) + static_cast<size_t>(e) * bytes;
+        const auto* got = static_cast<const unsigned char*>(store->record(layer, e)) + offsets[i];
+        EXPECT_EQ(std::memcmp(got, want, bytes), 0) << name << " expert " << e;
+      }
+}
 
 // --- cpu / hybrid / chunked streaming against the float64 reference (f32) ----------------------------------
 
