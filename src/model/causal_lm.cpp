@@ -142,8 +142,11 @@ Result<MoeBlock> CausalLm::load_moe_block(WeightLoader& w, const std::string& pr
     shape.inter = c.moe_intermediate_size;
     FT_ASSIGN_OR_RETURN(shape.dtype, w.expert_dtype(prefix + ".experts"));
     shape.biases = w.experts_have_biases(prefix + ".experts");
-    if (shape.dtype == DType::kF4E2M1 && shape.biases) {
-      FT_ASSIGN_OR_RETURN(shape.bias_dtype, w.expert_bias_dtype(prefix + ".experts"));
+    if (shape.dtype == DType::kF4E2M1) {  // the checkpoint's shapes before the store's layout is drawn from the config
+      FT_RETURN_IF_ERROR(w.checked_fused_experts(prefix + ".experts", shape.n_expert, shape.d, shape.inter));
+      if (shape.biases) {
+        FT_ASSIGN_OR_RETURN(shape.bias_dtype, w.expert_bias_dtype(prefix + ".experts"));
+      }
     }
     shape.act = MoeBlock::activation(c);
     FT_ASSIGN_OR_RETURN(expert_store_, ExpertStore::create(shape));

@@ -354,12 +354,16 @@ Result<DType> WeightLoader::expert_bias_dtype(const std::string& prefix) const {
   return target_dtype(info->dtype);
 }
 
+Status WeightLoader::checked_fused_experts(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter) {
+  FT_RETURN_IF_ERROR(checked_fused(prefix + ".gate_up_proj", {n_expert, d, 2 * inter}));
+  return checked_fused(prefix + ".down_proj", {n_expert, inter, d});
+}
+
 Status WeightLoader::mxfp4_experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer) {
   const ExpertShape& sh = store.shape();
   const ExpertShape::Layout l = sh.layout();
   const std::string gate_up = prefix + ".gate_up_proj", down = prefix + ".down_proj";
-  FT_RETURN_IF_ERROR(checked_fused(gate_up, {sh.n_expert, sh.d, 2 * sh.inter}));
-  FT_RETURN_IF_ERROR(checked_fused(down, {sh.n_expert, sh.inter, sh.d}));
+  FT_RETURN_IF_ERROR(checked_fused_experts(prefix, sh.n_expert, sh.d, sh.inter));
   if (!mxfp4_experts(prefix))
     return corrupt_file(checkpoint_.dir() + ": the experts under '" + prefix +
                         "' are not MXFP4 as the first MoE layer's");

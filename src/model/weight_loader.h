@@ -66,6 +66,9 @@ class WeightLoader {
   // experts_gate_up_bias keeps them).
   Result<DType> expert_dtype(const std::string& prefix) const;
   Result<DType> expert_bias_dtype(const std::string& prefix) const;
+  // Fused experts under `prefix` of [n_expert, d, 2 inter] (gate_up) and [n_expert, inter, d] (down) as stored, MXFP4
+  // or not: the error names the tensor that disagrees with the config.
+  Status checked_fused_experts(const std::string& prefix, int64_t n_expert, int64_t d, int64_t inter);
   // The same experts (and their biases, where the store's shape has them) into the records of moe layer `moe_layer`
   // of a host expert store (converted to its dtype; MXFP4 ones copied as stored), read by several threads at once.
   Status experts_to_store(const std::string& prefix, ExpertStore& store, int64_t moe_layer);

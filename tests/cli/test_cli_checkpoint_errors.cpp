@@ -123,18 +123,20 @@ TEST_F(CheckpointErrors, GptOssTensorMissingNamed) {
   expect_error({"model.layers.1.self_attn.sinks", "not found"});
 }
 
-// MXFP4 experts: a missing scale tensor, and blocks whose shape the config does not imply (an intermediate size of 48
-// where the checkpoint's rows hold 32).
+// MXFP4 experts, resident and copied into a host expert store (--moe-backend cpu): a missing scale tensor, and blocks
+// whose shape the config does not imply (an intermediate size of 48 where the checkpoint's rows hold 32).
 TEST_F(CheckpointErrors, Mxfp4ExpertsNamed) {
   const fs::path mxfp4 = fs::path(FT_TEST_DATA) / "models_mxfp4" / "gpt_oss";
-  for (const char* f : {"config.json", "model.safetensors"})
-    fs::copy_file(mxfp4 / f, dir_ / f, fs::copy_options::overwrite_existing);
-  patch("model.safetensors", "model.layers.2.mlp.experts.down_proj_scales",
-        "model.layers.2.mlp.experts.down_proj_scalez");
-  expect_error({"model.layers.2.mlp.experts.down_proj_scales", "not found"});
-  fs::copy_file(mxfp4 / "model.safetensors", dir_ / "model.safetensors", fs::copy_options::overwrite_existing);
-  patch("config.json", "\"intermediate_size\": 32", "\"intermediate_size\": 48");
-  expect_error({"model.layers.0.mlp.experts.gate_up_proj", "shape"});
+  for (const char* flags : {"", "--moe-backend cpu"}) {
+    for (const char* f : {"config.json", "model.safetensors"})
+      fs::copy_file(mxfp4 / f, dir_ / f, fs::copy_options::overwrite_existing);
+    patch("model.safetensors", "model.layers.2.mlp.experts.down_proj_scales",
+          "model.layers.2.mlp.experts.down_proj_scalez");
+    expect_error({"model.layers.2.mlp.experts.down_proj_scales", "not found"}, flags);
+    fs::copy_file(mxfp4 / "model.safetensors", dir_ / "model.safetensors", fs::copy_options::overwrite_existing);
+    patch("config.json", "\"intermediate_size\": 32", "\"intermediate_size\": 48");
+    expect_error({"model.layers.0.mlp.experts.gate_up_proj", "shape"}, flags);
+  }
 }
 
 TEST_F(CheckpointErrors, TruncatedSafetensors) {
